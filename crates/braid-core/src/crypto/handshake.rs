@@ -1,0 +1,320 @@
+//! The Noise IK handshake (Noise spec §7.5), with snow.
+//!
+//! ```text
+//! IK:
+//!   <- s
+//!   ...
+//!   -> e, es, s, ss      HANDSHAKE_INIT: payload = client session id (u32) || timestamp (u64)
+//!   <- e, ee, se         HANDSHAKE_RESP: payload = status (u8) || server session id (u32)
+//! ```
+//! The client knows the server's static key beforehand; the server learns the client's static key
+//! from message 1 and admits it only if configured to. The timestamp (chosen by the client's
+//! driver, strictly increasing per client key) lets the server refuse a replayed message 1, as
+//! WireGuard does with TAI64N. After message 2 both sides split into two [`PacketKey`]s.
+//!
+//! Randomness (the ephemeral keys) comes from a seed the caller injects, never from the OS.
+
+use super::aead::PacketKey;
+use super::keys::{PublicKey, StaticSecret};
+use crate::wire::{
+    HANDSHAKE_INIT_LEN, HANDSHAKE_INIT_PAYLOAD_LEN, HANDSHAKE_RESP_LEN, HANDSHAKE_RESP_PAYLOAD_LEN,
+    TYPE_HANDSHAKE_INIT, TYPE_HANDSHAKE_RESP, VERSION,
+};
+use rand_chacha::ChaCha20Rng;
+use rand_core::{RngCore, SeedableRng};
+use snow::params::{CipherChoice, DHChoice, HashChoice, NoiseParams};
+use snow::resolvers::{CryptoResolver, DefaultResolver, FallbackResolver};
+use snow::types::{Cipher, Dh, Hash, Random};
+use snow::{Builder, HandshakeState};
+use std::sync::Mutex;
+
+const PATTERN: &str = "Noise_IK_25519_ChaChaPoly_BLAKE2s";
+const PROLOGUE: &[u8] = b"braid/1";
+
+/// Status byte of HANDSHAKE_RESP.
+pub const STATUS_ACCEPTED: u8 = 0;
+/// Status byte of HANDSHAKE_RESP when the server does not admit the client's key.
+pub const STATUS_REFUSED: u8 = 1;
+
+/// Why a handshake message was not accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum HandshakeError {
+    /// Noise could not open the message: sent to another key, corrupted or forged.
+    #[error("handshake message did not decrypt (wrong key or corrupted)")]
+    Decrypt,
+    /// The message opened but its payload is not what we expect.
+    #[error("handshake payload malformed")]
+    Payload,
+}
+
+/// The keys a finished handshake yields.
+#[derive(Debug)]
+pub struct SessionKeys {
+    /// Seals what we send.
+    pub seal: PacketKey,
+    /// Opens what we receive.
+    pub open: PacketKey,
+}
+
+/// A resolver that supplies only randomness, from an injected seed; snow's default resolver
+/// supplies the primitives.
+struct SeededRng(Mutex<ChaCha20Rng>);
+
+struct RngBox(ChaCha20Rng);
+
+impl Random for RngBox {
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), snow::Error> {
+        self.0.fill_bytes(dest);
+        Ok(())
+    }
+}
+
+impl CryptoResolver for SeededRng {
+    fn resolve_rng(&self) -> Option<Box<dyn Random>> {
+        let mut parent = self.0.lock().ok()?;
+        Some(Box::new(RngBox(ChaCha20Rng::seed_from_u64(
+            parent.next_u64(),
+        ))))
+    }
+    fn resolve_dh(&self, _: &DHChoice) -> Option<Box<dyn Dh>> {
+        None
+    }
+    fn resolve_hash(&self, _: &HashChoice) -> Option<Box<dyn Hash>> {
+        None
+    }
+    fn resolve_cipher(&self, _: &CipherChoice) -> Option<Box<dyn Cipher>> {
+        None
+    }
+}
+
+fn builder(seed: u64) -> Builder<'static> {
+    let params: NoiseParams = PATTERN.parse().expect("valid Noise pattern");
+    let resolver = FallbackResolver::new(
+        Box::new(SeededRng(Mutex::new(ChaCha20Rng::seed_from_u64(seed)))),
+        Box::new(DefaultResolver),
+    );
+    Builder::with_resolver(params, Box::new(resolver))
+}
+
+fn split(hs: &mut HandshakeState, initiator: bool) -> SessionKeys {
+    let (i2r, r2i) = hs.dangerously_get_raw_split();
+    let (seal, open) = if initiator { (i2r, r2i) } else { (r2i, i2r) };
+    SessionKeys {
+        seal: PacketKey::new(&seal),
+        open: PacketKey::new(&open),
+    }
+}
+
+/// The client's side: builds message 1, then reads message 2.
+pub struct Initiator {
+    hs: HandshakeState,
+    /// The complete HANDSHAKE_INIT datagram, kept for retransmission.
+    pub init_packet: Vec<u8>,
+}
+
+impl std::fmt::Debug for Initiator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Initiator(..)")
+    }
+}
+
+/// What the server said in message 2.
+#[derive(Debug)]
+pub enum Response {
+    /// Admitted: the session keys and the server's session id.
+    Accepted {
+        keys: SessionKeys,
+        server_session_id: u32,
+    },
+    /// The server does not admit our key.
+    Refused,
+}
+
+impl Initiator {
+    /// Starts a handshake towards `server` and builds message 1.
+    pub fn new(
+        local: &StaticSecret,
+        server: &PublicKey,
+        client_session_id: u32,
+        timestamp: u64,
+        seed: u64,
+    ) -> Self {
+        let mut hs = builder(seed)
+            .local_private_key(local.as_bytes())
+            .and_then(|b| b.remote_public_key(server.as_bytes()))
+            .and_then(|b| b.prologue(PROLOGUE))
+            .and_then(|b| b.build_initiator())
+            .expect("valid 32-byte keys");
+        let mut payload = [0u8; HANDSHAKE_INIT_PAYLOAD_LEN];
+        payload[..4].copy_from_slice(&client_session_id.to_be_bytes());
+        payload[4..].copy_from_slice(&timestamp.to_be_bytes());
+        let mut init_packet = vec![0u8; HANDSHAKE_INIT_LEN];
+        init_packet[0] = TYPE_HANDSHAKE_INIT;
+        init_packet[1] = VERSION;
+        let n = hs
+            .write_message(&payload, &mut init_packet[2..])
+            .expect("message 1 fits");
+        debug_assert_eq!(n + 2, HANDSHAKE_INIT_LEN);
+        Initiator { hs, init_packet }
+    }
+
+    /// Reads message 2 (the Noise part of HANDSHAKE_RESP).
+    pub fn read_response(&mut self, noise: &[u8]) -> Result<Response, HandshakeError> {
+        let mut payload = [0u8; 64];
+        let n = self
+            .hs
+            .read_message(noise, &mut payload)
+            .map_err(|_| HandshakeError::Decrypt)?;
+        if n != HANDSHAKE_RESP_PAYLOAD_LEN {
+            return Err(HandshakeError::Payload);
+        }
+        match payload[0] {
+            STATUS_ACCEPTED => Ok(Response::Accepted {
+                keys: split(&mut self.hs, true),
+                server_session_id: u32::from_be_bytes(payload[1..5].try_into().expect("4")),
+            }),
+            STATUS_REFUSED => Ok(Response::Refused),
+            _ => Err(HandshakeError::Payload),
+        }
+    }
+}
+
+/// Message 1 as the server opened it, waiting for the admission decision.
+pub struct Responder {
+    hs: HandshakeState,
+    /// The client's static key.
+    pub client_key: PublicKey,
+    /// The client's session id (the id we put in packets to it).
+    pub client_session_id: u32,
+    /// The client's handshake timestamp.
+    pub timestamp: u64,
+}
+
+impl std::fmt::Debug for Responder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Responder")
+            .field("client_key", &self.client_key)
+            .finish()
+    }
+}
+
+impl Responder {
+    /// Opens message 1 (the Noise part of HANDSHAKE_INIT) with the server's static key.
+    pub fn read_init(
+        local: &StaticSecret,
+        noise: &[u8],
+        seed: u64,
+    ) -> Result<Self, HandshakeError> {
+        let mut hs = builder(seed)
+            .local_private_key(local.as_bytes())
+            .and_then(|b| b.prologue(PROLOGUE))
+            .and_then(|b| b.build_responder())
+            .expect("valid 32-byte key");
+        let mut payload = [0u8; 64];
+        let n = hs
+            .read_message(noise, &mut payload)
+            .map_err(|_| HandshakeError::Decrypt)?;
+        if n != HANDSHAKE_INIT_PAYLOAD_LEN {
+            return Err(HandshakeError::Payload);
+        }
+        let client_key = hs
+            .get_remote_static()
+            .and_then(|k| <[u8; 32]>::try_from(k).ok())
+            .map(PublicKey::from_bytes)
+            .ok_or(HandshakeError::Payload)?;
+        Ok(Responder {
+            hs,
+            client_key,
+            client_session_id: u32::from_be_bytes(payload[..4].try_into().expect("4")),
+            timestamp: u64::from_be_bytes(payload[4..12].try_into().expect("8")),
+        })
+    }
+
+    fn respond(mut self, status: u8, server_session_id: u32) -> (Vec<u8>, HandshakeState) {
+        let mut payload = [0u8; HANDSHAKE_RESP_PAYLOAD_LEN];
+        payload[0] = status;
+        payload[1..].copy_from_slice(&server_session_id.to_be_bytes());
+        let mut packet = vec![0u8; HANDSHAKE_RESP_LEN];
+        packet[0] = TYPE_HANDSHAKE_RESP;
+        packet[1..5].copy_from_slice(&self.client_session_id.to_be_bytes());
+        let n = self
+            .hs
+            .write_message(&payload, &mut packet[5..])
+            .expect("message 2 fits");
+        debug_assert_eq!(n + 5, HANDSHAKE_RESP_LEN);
+        (packet, self.hs)
+    }
+
+    /// Admits the client: builds HANDSHAKE_RESP and the session keys.
+    pub fn accept(self, server_session_id: u32) -> (Vec<u8>, SessionKeys) {
+        let (packet, mut hs) = self.respond(STATUS_ACCEPTED, server_session_id);
+        (packet, split(&mut hs, false))
+    }
+
+    /// Refuses the client with an authenticated answer no larger than its message 1.
+    pub fn refuse(self) -> Vec<u8> {
+        self.respond(STATUS_REFUSED, 0).0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys() -> (StaticSecret, StaticSecret) {
+        (
+            StaticSecret::from_bytes([1; 32]),
+            StaticSecret::from_bytes([2; 32]),
+        )
+    }
+
+    #[test]
+    fn full_handshake_agrees_on_keys() {
+        let (client, server) = keys();
+        let mut init = Initiator::new(&client, &server.public_key(), 77, 1000, 1);
+        let r = Responder::read_init(&server, &init.init_packet[2..], 2).unwrap();
+        assert_eq!(r.client_key, client.public_key());
+        assert_eq!((r.client_session_id, r.timestamp), (77, 1000));
+        let (resp, server_keys) = r.accept(99);
+        assert!(resp.len() < init.init_packet.len());
+        let Response::Accepted {
+            keys,
+            server_session_id,
+        } = init.read_response(&resp[5..]).unwrap()
+        else {
+            panic!("accepted")
+        };
+        assert_eq!(server_session_id, 99);
+        let mut p = b"hdr-data".to_vec();
+        keys.seal.seal(0, 1, &mut p, 4);
+        assert!(server_keys.open.open(0, 1, &mut p, 4).is_ok());
+    }
+
+    #[test]
+    fn wrong_server_key_fails_and_refusal_is_authenticated() {
+        let (client, server) = keys();
+        let other = StaticSecret::from_bytes([3; 32]);
+        let init = Initiator::new(&client, &other.public_key(), 1, 1, 1);
+        assert_eq!(
+            Responder::read_init(&server, &init.init_packet[2..], 2).unwrap_err(),
+            HandshakeError::Decrypt
+        );
+        let mut init = Initiator::new(&client, &server.public_key(), 1, 1, 1);
+        let r = Responder::read_init(&server, &init.init_packet[2..], 2).unwrap();
+        let resp = r.refuse();
+        assert!(matches!(
+            init.read_response(&resp[5..]),
+            Ok(Response::Refused)
+        ));
+    }
+
+    #[test]
+    fn same_seed_same_bytes() {
+        let (client, server) = keys();
+        let a = Initiator::new(&client, &server.public_key(), 5, 6, 42);
+        let b = Initiator::new(&client, &server.public_key(), 5, 6, 42);
+        let c = Initiator::new(&client, &server.public_key(), 5, 6, 43);
+        assert_eq!(a.init_packet, b.init_packet);
+        assert_ne!(a.init_packet, c.init_packet);
+    }
+}

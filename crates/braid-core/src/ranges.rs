@@ -1,0 +1,210 @@
+//! A set of `u64` values kept as disjoint, non-adjacent half-open ranges `[start, end)`.
+//!
+//! Used for received packet numbers (to build ACK frames), for acknowledged and to-be-resent
+//! stream byte ranges, and for anything else that is "which of these numbers have we seen".
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+/// Disjoint half-open ranges, merged on insert.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RangeSet {
+    /// start -> end (exclusive). Invariant: ranges neither overlap nor touch.
+    map: BTreeMap<u64, u64>,
+}
+
+impl RangeSet {
+    /// An empty set.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// True when no value is in the set.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Number of disjoint ranges.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Inserts `range`; returns true when at least one value was new.
+    pub fn insert(&mut self, range: Range<u64>) -> bool {
+        if range.start >= range.end {
+            return false;
+        }
+        let (mut start, mut end) = (range.start, range.end);
+        // Merge with a range that starts at or before `start` and reaches it.
+        if let Some((&s, &e)) = self.map.range(..=start).next_back() {
+            if e >= end {
+                return false;
+            }
+            if e >= start {
+                start = s;
+                self.map.remove(&s);
+            }
+        }
+        // Swallow every range that starts within [start, end].
+        while let Some((&s, &e)) = self.map.range(start..=end).next() {
+            self.map.remove(&s);
+            end = end.max(e);
+        }
+        self.map.insert(start, end);
+        true
+    }
+
+    /// Inserts a single value; returns true when it was new.
+    pub fn insert_one(&mut self, v: u64) -> bool {
+        self.insert(v..v.saturating_add(1))
+    }
+
+    /// Removes `range` from the set.
+    pub fn remove(&mut self, range: Range<u64>) {
+        if range.start >= range.end {
+            return;
+        }
+        let mut pieces = Vec::new();
+        if let Some((&s, &e)) = self.map.range(..range.start).next_back() {
+            if e > range.start {
+                pieces.push((s, e));
+            }
+        }
+        for (&s, &e) in self.map.range(range.start..range.end) {
+            pieces.push((s, e));
+        }
+        for (s, e) in pieces {
+            self.map.remove(&s);
+            if s < range.start {
+                self.map.insert(s, range.start);
+            }
+            if e > range.end {
+                self.map.insert(range.end, e);
+            }
+        }
+    }
+
+    /// True when `v` is in the set.
+    pub fn contains(&self, v: u64) -> bool {
+        self.map
+            .range(..=v)
+            .next_back()
+            .is_some_and(|(_, &e)| v < e)
+    }
+
+    /// True when every value of `range` is in the set.
+    pub fn contains_range(&self, range: Range<u64>) -> bool {
+        if range.start >= range.end {
+            return true;
+        }
+        self.map
+            .range(..=range.start)
+            .next_back()
+            .is_some_and(|(_, &e)| range.end <= e)
+    }
+
+    /// The smallest value, if any.
+    pub fn min(&self) -> Option<u64> {
+        self.map.keys().next().copied()
+    }
+
+    /// The largest value, if any.
+    pub fn max(&self) -> Option<u64> {
+        self.map.values().next_back().map(|e| e - 1)
+    }
+
+    /// Removes and returns the lowest range.
+    pub fn pop_min(&mut self) -> Option<Range<u64>> {
+        let (s, e) = self.map.pop_first()?;
+        Some(s..e)
+    }
+
+    /// The lowest range, without removing it.
+    pub fn first(&self) -> Option<Range<u64>> {
+        self.map.iter().next().map(|(&s, &e)| s..e)
+    }
+
+    /// Ranges in ascending order.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = Range<u64>> + '_ {
+        self.map.iter().map(|(&s, &e)| s..e)
+    }
+
+    /// Drops every value below `v`.
+    pub fn remove_below(&mut self, v: u64) {
+        self.remove(0..v);
+    }
+
+    /// Keeps only the `n` highest ranges (bounds memory for long-lived ack state).
+    pub fn keep_highest(&mut self, n: usize) {
+        while self.map.len() > n {
+            self.map.pop_first();
+        }
+    }
+
+    /// The parts of `range` that are not in the set, in ascending order.
+    pub fn gaps_in(&self, range: Range<u64>) -> Vec<Range<u64>> {
+        let mut gaps = Vec::new();
+        let mut cursor = range.start;
+        if let Some((_, &e)) = self.map.range(..=range.start).next_back() {
+            cursor = cursor.max(e);
+        }
+        for (&s, &e) in self.map.range(range.start..range.end) {
+            if s > cursor {
+                gaps.push(cursor..s.min(range.end));
+            }
+            cursor = cursor.max(e);
+        }
+        if cursor < range.end {
+            gaps.push(cursor..range.end);
+        }
+        gaps
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn merges_adjacent_and_overlapping() {
+        let mut s = RangeSet::new();
+        assert!(s.insert(0..2));
+        assert!(s.insert(4..6));
+        assert!(s.insert(2..4));
+        assert_eq!(s.iter().collect::<Vec<_>>(), vec![0..6]);
+        assert!(!s.insert(1..3));
+        s.remove(2..3);
+        assert_eq!(s.iter().collect::<Vec<_>>(), vec![0..2, 3..6]);
+        assert_eq!(s.gaps_in(0..8), vec![2..3, 6..8]);
+        assert_eq!(s.max(), Some(5));
+        assert!(s.contains_range(3..6));
+        assert!(!s.contains_range(1..4));
+    }
+
+    proptest! {
+        #[test]
+        fn behaves_like_a_set(ops in proptest::collection::vec((any::<bool>(), 0u64..64, 0u64..8), 0..64)) {
+            let mut s = RangeSet::new();
+            let mut model = BTreeSet::new();
+            for (ins, start, len) in ops {
+                if ins {
+                    let new = (start..start + len).any(|v| !model.contains(&v));
+                    prop_assert_eq!(s.insert(start..start + len), new);
+                    model.extend(start..start + len);
+                } else {
+                    s.remove(start..start + len);
+                    for v in start..start + len { model.remove(&v); }
+                }
+                // Invariant: disjoint and non-adjacent.
+                let v: Vec<_> = s.iter().collect();
+                for w in v.windows(2) { prop_assert!(w[0].end < w[1].start); }
+            }
+            for v in 0..80 { prop_assert_eq!(s.contains(v), model.contains(&v)); }
+            let gaps: BTreeSet<u64> = s.gaps_in(0..80).into_iter().flatten().collect();
+            let expect: BTreeSet<u64> = (0..80).filter(|v| !model.contains(v)).collect();
+            prop_assert_eq!(gaps, expect);
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! braid client and server daemons: tokio drivers around the protocol core, front ends, egress, status

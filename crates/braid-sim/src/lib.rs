@@ -1,0 +1,1 @@
+//! braid simulator: deterministic discrete-event links driving two protocol cores in virtual time
