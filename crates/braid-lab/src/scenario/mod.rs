@@ -1,0 +1,191 @@
+//! Scenarios: what links to build, which workloads to run over them and which contenders to
+//! compare. A scenario is read from a TOML file; the format is documented in the crate README
+//! (`crates/braid-lab/README.md`) and summarised here:
+//!
+//! ```toml
+//! name = "two"                 # optional; defaults to the file name
+//! description = "..."          # optional
+//! duration = "10s"             # default duration of every workload
+//! repeats = 1                  # runs per contender and workload; the median is reported
+//!
+//! [[link]]                     # one table per link; link i gets 10.0.i.1 (client) / 10.0.i.2
+//! rate = "20mbit"              # both directions (htb + bfifo at both ends)
+//! delay = "5ms"                # ONE-WAY propagation delay (RTT = 2 x delay)
+//! jitter = "1ms"               # optional, uniform +-jitter on each packet, order kept
+//! loss = "1%"                  # optional, random loss in EACH direction
+//! queue = "100ms"              # optional, bottleneck queue depth in time at the link rate
+//! cut_at = "10s"               # optional, only used by workloads of kind "cut"
+//! restore_at = "20s"           # optional, needs cut_at
+//!
+//! [[workload]]
+//! kind = "bulk"                # bulk | cbr | cut
+//! direction = "both"           # up (client -> server) | down | both
+//! duration = "10s"             # optional override
+//! # rate = "4mbit"             # cbr only: sending rate
+//! # packet_size = 1200         # cbr only: UDP payload bytes
+//!
+//! [contenders]
+//! singles = true               # TCP over each link alone, and their sum
+//! mptcp = true                 # kernel MPTCP over all links
+//! aggligator = true            # agg-tunnel, when installed
+//! braid = ["minrtt"]           # one braid run per scheduler name
+//!
+//! [checks]
+//! min_braid_ratio = 0.85       # exit code 2 if a braid bulk ratio to the sum of singles is lower
+//! ```
+
+mod parse;
+pub mod units;
+
+pub use parse::{parse_scenario, ScenarioError};
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// Most links a scenario may have (kernel MPTCP allows 8 subflows; addresses are 10.0.i.x).
+pub const MAX_LINKS: usize = 8;
+
+/// A parsed, validated scenario.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Scenario {
+    /// Short name, used in reports and output directory names.
+    pub name: String,
+    /// Free text from the file.
+    pub description: String,
+    /// The emulated links; link `i` (1-based) is `10.0.i.1` ↔ `10.0.i.2`.
+    pub links: Vec<LinkSpec>,
+    /// Workloads in file order (a `direction = "both"` entry becomes two workloads).
+    pub workloads: Vec<Workload>,
+    /// Which contenders run.
+    pub contenders: Contenders,
+    /// Runs per contender and workload; the median (by goodput) is reported.
+    pub repeats: u32,
+    /// Pass/fail thresholds turned into the exit code.
+    pub checks: Checks,
+}
+
+/// One emulated link.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LinkSpec {
+    /// Rate in bits per second, enforced in both directions.
+    pub rate_bps: u64,
+    /// One-way propagation delay (the round trip is twice this).
+    pub delay: Duration,
+    /// Uniform delay variation, plus or minus, applied per packet (packet order is kept).
+    pub jitter: Duration,
+    /// Random loss in percent, applied independently in each direction.
+    pub loss_percent: f64,
+    /// Bottleneck queue depth expressed as time at the link rate (bfifo size).
+    pub queue: Duration,
+    /// When a `cut` workload cuts this link, relative to the start of the transfer.
+    pub cut_at: Option<Duration>,
+    /// When a `cut` workload restores this link.
+    pub restore_at: Option<Duration>,
+}
+
+impl LinkSpec {
+    /// Whether this link needs the VDE path (user-space delay) rather than a plain veth pair.
+    pub fn needs_delay_emulation(&self) -> bool {
+        !self.delay.is_zero() || !self.jitter.is_zero()
+    }
+
+    /// bfifo size in bytes: `queue` worth of data at the link rate, at least two full frames.
+    pub fn queue_bytes(&self) -> u64 {
+        let bytes = (self.rate_bps as f64 / 8.0 * self.queue.as_secs_f64()) as u64;
+        bytes.max(2 * 1514)
+    }
+}
+
+/// What traffic a workload sends.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkloadKind {
+    /// Bulk TCP (iperf3), as fast as the contender goes.
+    Bulk,
+    /// Constant-bit-rate UDP (iperf3 -u): goodput, loss and jitter.
+    Cbr {
+        /// Sending rate in bits per second.
+        rate_bps: u64,
+        /// UDP payload bytes per packet.
+        packet_size: u32,
+    },
+    /// Bulk TCP while the links' `cut_at` / `restore_at` schedule is applied; measures recovery.
+    Cut,
+}
+
+/// Which way the workload's data flows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// Client namespace sends to the server namespace.
+    Up,
+    /// Server namespace sends to the client namespace (iperf3 `-R`).
+    Down,
+}
+
+impl Direction {
+    /// `up` or `down`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::Up => "up",
+            Direction::Down => "down",
+        }
+    }
+}
+
+/// One workload, run once per contender (times `repeats`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Workload {
+    /// Traffic type.
+    pub kind: WorkloadKind,
+    /// Data direction.
+    pub direction: Direction,
+    /// Transfer length.
+    pub duration: Duration,
+}
+
+impl Workload {
+    /// Stable name used in reports and file names, e.g. `bulk-up`, `cbr-4mbit-down`, `cut-up`.
+    pub fn name(&self) -> String {
+        match self.kind {
+            WorkloadKind::Bulk => format!("bulk-{}", self.direction.as_str()),
+            WorkloadKind::Cut => format!("cut-{}", self.direction.as_str()),
+            WorkloadKind::Cbr { rate_bps, .. } => {
+                format!("cbr-{}-{}", units::tc_rate(rate_bps), self.direction.as_str())
+            }
+        }
+    }
+}
+
+/// The contenders a scenario asks for.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Contenders {
+    /// TCP over each link alone, and their sum.
+    pub singles: bool,
+    /// Kernel MPTCP over all links.
+    pub mptcp: bool,
+    /// aggligator's agg-tunnel (skipped when not installed).
+    pub aggligator: bool,
+    /// braid, once per scheduler name.
+    pub braid: Vec<String>,
+}
+
+/// Pass/fail thresholds.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct Checks {
+    /// Lowest acceptable ratio of braid's bulk goodput to the sum of singles.
+    pub min_braid_ratio: Option<f64>,
+}
+
+impl Scenario {
+    /// Sum of the link rates in bits per second.
+    pub fn total_rate_bps(&self) -> u64 {
+        self.links.iter().map(|l| l.rate_bps).sum()
+    }
+
+    /// Whether any link has a cut schedule.
+    pub fn has_cuts(&self) -> bool {
+        self.links.iter().any(|l| l.cut_at.is_some())
+    }
+}

@@ -1,0 +1,527 @@
+//! TOML → [`Scenario`], with every error naming the file line it comes from.
+
+use std::fmt;
+use std::ops::Range;
+use std::time::Duration;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::units::{check_percent, parse_duration, parse_percent, parse_rate};
+use super::{
+    Checks, Contenders, Direction, LinkSpec, Scenario, Workload, WorkloadKind, MAX_LINKS,
+};
+
+const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+const DEFAULT_QUEUE: Duration = Duration::from_millis(100);
+const MIN_DURATION: Duration = Duration::from_secs(1);
+const MAX_DURATION: Duration = Duration::from_secs(600);
+const MAX_REPEATS: i64 = 10;
+
+/// A scenario file that could not be used: where and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScenarioError {
+    /// The file name as given.
+    pub file: String,
+    /// 1-based line of the offending item, when known.
+    pub line: Option<usize>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "{}:{}: {}", self.file, line, self.message),
+            None => write!(f, "{}: {}", self.file, self.message),
+        }
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScenario {
+    name: Option<Spanned<String>>,
+    description: Option<String>,
+    duration: Option<Spanned<String>>,
+    repeats: Option<Spanned<i64>>,
+    #[serde(rename = "link")]
+    links: Option<Spanned<Vec<Spanned<RawLink>>>>,
+    #[serde(rename = "workload", default)]
+    workloads: Vec<Spanned<RawWorkload>>,
+    contenders: Option<Spanned<RawContenders>>,
+    checks: Option<RawChecks>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLink {
+    rate: Spanned<String>,
+    delay: Option<Spanned<String>>,
+    jitter: Option<Spanned<String>>,
+    loss: Option<Spanned<NumOrText>>,
+    queue: Option<Spanned<String>>,
+    cut_at: Option<Spanned<String>>,
+    restore_at: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum NumOrText {
+    Num(f64),
+    Text(String),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWorkload {
+    kind: Spanned<String>,
+    direction: Option<Spanned<String>>,
+    duration: Option<Spanned<String>>,
+    rate: Option<Spanned<String>>,
+    packet_size: Option<Spanned<i64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawContenders {
+    singles: Option<bool>,
+    mptcp: Option<bool>,
+    aggligator: Option<bool>,
+    braid: Option<Spanned<Vec<Spanned<String>>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawChecks {
+    min_braid_ratio: Option<Spanned<f64>>,
+}
+
+/// Turns byte spans into line numbers and builds errors.
+struct Source<'a> {
+    file: &'a str,
+    text: &'a str,
+}
+
+impl Source<'_> {
+    fn line_of(&self, span: &Range<usize>) -> usize {
+        let end = span.start.min(self.text.len());
+        self.text.as_bytes()[..end]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            + 1
+    }
+
+    fn err(&self, span: &Range<usize>, message: impl Into<String>) -> ScenarioError {
+        ScenarioError {
+            file: self.file.to_string(),
+            line: Some(self.line_of(span)),
+            message: message.into(),
+        }
+    }
+
+    fn err_no_line(&self, message: impl Into<String>) -> ScenarioError {
+        ScenarioError {
+            file: self.file.to_string(),
+            line: None,
+            message: message.into(),
+        }
+    }
+
+    fn duration(&self, value: &Spanned<String>, what: &str) -> Result<Duration, ScenarioError> {
+        parse_duration(value.get_ref()).map_err(|e| self.err(&value.span(), format!("{what}: {e}")))
+    }
+}
+
+/// Parses and validates a scenario. `file` names the source in error messages; `default_name`
+/// is used when the file has no `name`.
+pub fn parse_scenario(
+    file: &str,
+    text: &str,
+    default_name: &str,
+) -> Result<Scenario, ScenarioError> {
+    let src = Source { file, text };
+    let raw: RawScenario = toml::from_str(text).map_err(|e| match e.span() {
+        Some(span) => src.err(&span, e.message().trim().to_string()),
+        None => src.err_no_line(e.message().trim().to_string()),
+    })?;
+
+    let name = match &raw.name {
+        Some(n) => {
+            let v = n.get_ref();
+            if !is_token(v) {
+                return Err(src.err(
+                    &n.span(),
+                    format!("name {v:?}: use letters, digits, '-' and '_' only"),
+                ));
+            }
+            v.clone()
+        }
+        None if is_token(default_name) => default_name.to_string(),
+        None => "scenario".to_string(),
+    };
+
+    let duration = match &raw.duration {
+        Some(d) => checked_duration(&src, d, "duration")?,
+        None => DEFAULT_DURATION,
+    };
+
+    let repeats = match &raw.repeats {
+        Some(r) if (1..=MAX_REPEATS).contains(r.get_ref()) => *r.get_ref() as u32,
+        Some(r) => {
+            return Err(src.err(
+                &r.span(),
+                format!("repeats = {}: must be 1..={MAX_REPEATS}", r.get_ref()),
+            ))
+        }
+        None => 1,
+    };
+
+    let Some(raw_links) = &raw.links else {
+        return Err(src.err_no_line("no links: add at least one [[link]] table with a rate"));
+    };
+    if raw_links.get_ref().len() > MAX_LINKS {
+        return Err(src.err(
+            &raw_links.span(),
+            format!(
+                "{} links: at most {MAX_LINKS} are supported",
+                raw_links.get_ref().len()
+            ),
+        ));
+    }
+    let links = raw_links
+        .get_ref()
+        .iter()
+        .enumerate()
+        .map(|(i, l)| parse_link(&src, i + 1, l))
+        .collect::<Result<Vec<_>, _>>()?;
+
+    let mut workloads = Vec::new();
+    for w in &raw.workloads {
+        workloads.extend(parse_workload(&src, w, duration)?);
+    }
+    if workloads.is_empty() {
+        workloads.push(Workload {
+            kind: WorkloadKind::Bulk,
+            direction: Direction::Up,
+            duration,
+        });
+    }
+    check_workload_names(&src, &raw.workloads, &workloads)?;
+    check_cuts(&src, raw_links, &links, &workloads)?;
+
+    let contenders = parse_contenders(&src, raw.contenders.as_ref())?;
+    let checks = match &raw.checks {
+        Some(c) => Checks {
+            min_braid_ratio: match &c.min_braid_ratio {
+                Some(r) if (0.0..=2.0).contains(r.get_ref()) => Some(*r.get_ref()),
+                Some(r) => {
+                    return Err(src.err(
+                        &r.span(),
+                        format!("min_braid_ratio = {}: must be within 0..2", r.get_ref()),
+                    ))
+                }
+                None => None,
+            },
+        },
+        None => Checks::default(),
+    };
+
+    Ok(Scenario {
+        name,
+        description: raw.description.unwrap_or_default(),
+        links,
+        workloads,
+        contenders,
+        repeats,
+        checks,
+    })
+}
+
+fn is_token(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 64
+        && s
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+fn checked_duration(
+    src: &Source,
+    value: &Spanned<String>,
+    what: &str,
+) -> Result<Duration, ScenarioError> {
+    let d = src.duration(value, what)?;
+    if !(MIN_DURATION..=MAX_DURATION).contains(&d) {
+        return Err(src.err(
+            &value.span(),
+            format!("{what} {:?}: must be between 1s and 600s", value.get_ref()),
+        ));
+    }
+    Ok(d)
+}
+
+fn parse_link(
+    src: &Source,
+    index: usize,
+    raw: &Spanned<RawLink>,
+) -> Result<LinkSpec, ScenarioError> {
+    let l = raw.get_ref();
+    let what = |field: &str| format!("link {index}: {field}");
+    let rate_bps =
+        parse_rate(l.rate.get_ref()).map_err(|e| src.err(&l.rate.span(), what(&e)))?;
+    let opt_dur = |v: &Option<Spanned<String>>, field: &str| -> Result<Option<Duration>, _> {
+        v.as_ref()
+            .map(|v| src.duration(v, &what(field)))
+            .transpose()
+    };
+    let delay = opt_dur(&l.delay, "delay")?.unwrap_or(Duration::ZERO);
+    let jitter = opt_dur(&l.jitter, "jitter")?.unwrap_or(Duration::ZERO);
+    let queue = opt_dur(&l.queue, "queue")?.unwrap_or(DEFAULT_QUEUE);
+    let cut_at = opt_dur(&l.cut_at, "cut_at")?;
+    let restore_at = opt_dur(&l.restore_at, "restore_at")?;
+
+    if delay > Duration::from_secs(5) {
+        let span = l.delay.as_ref().map(|d| d.span()).unwrap_or(raw.span());
+        return Err(src.err(&span, what("delay above 5s is not supported")));
+    }
+    if jitter > delay {
+        let span = l.jitter.as_ref().map(|d| d.span()).unwrap_or(raw.span());
+        return Err(src.err(
+            &span,
+            what("jitter larger than delay (the delay would go negative)"),
+        ));
+    }
+    if queue < Duration::from_millis(1) || queue > Duration::from_secs(2) {
+        let span = l.queue.as_ref().map(|d| d.span()).unwrap_or(raw.span());
+        return Err(src.err(&span, what("queue must be between 1ms and 2s")));
+    }
+    let loss_percent = match &l.loss {
+        None => 0.0,
+        Some(v) => {
+            let parsed = match v.get_ref() {
+                NumOrText::Num(n) => check_percent(*n),
+                NumOrText::Text(t) => parse_percent(t),
+            };
+            let p = parsed.map_err(|e| src.err(&v.span(), what(&format!("loss: {e}"))))?;
+            if p > 50.0 {
+                return Err(src.err(&v.span(), what("loss above 50% is not supported")));
+            }
+            p
+        }
+    };
+    match (cut_at, restore_at) {
+        (None, Some(_)) => {
+            let span = l.restore_at.as_ref().map(|d| d.span()).unwrap_or(raw.span());
+            return Err(src.err(&span, what("restore_at without cut_at")));
+        }
+        (Some(c), Some(r)) if r <= c => {
+            let span = l.restore_at.as_ref().map(|d| d.span()).unwrap_or(raw.span());
+            return Err(src.err(&span, what("restore_at must come after cut_at")));
+        }
+        _ => {}
+    }
+    Ok(LinkSpec {
+        rate_bps,
+        delay,
+        jitter,
+        loss_percent,
+        queue,
+        cut_at,
+        restore_at,
+    })
+}
+
+fn parse_workload(
+    src: &Source,
+    raw: &Spanned<RawWorkload>,
+    default_duration: Duration,
+) -> Result<Vec<Workload>, ScenarioError> {
+    let w = raw.get_ref();
+    let duration = match &w.duration {
+        Some(d) => checked_duration(src, d, "workload duration")?,
+        None => default_duration,
+    };
+    let directions = match w.direction.as_ref().map(|d| (d.get_ref().as_str(), d.span())) {
+        None | Some(("up", _)) => vec![Direction::Up],
+        Some(("down", _)) => vec![Direction::Down],
+        Some(("both", _)) => vec![Direction::Up, Direction::Down],
+        Some((other, span)) => {
+            return Err(src.err(
+                &span,
+                format!("workload direction {other:?}: use \"up\", \"down\" or \"both\""),
+            ))
+        }
+    };
+    let kind_name = w.kind.get_ref().as_str();
+    let not_for = |field: &str, span: Range<usize>| {
+        src.err(
+            &span,
+            format!("workload kind {kind_name:?} takes no {field} (only \"cbr\" does)"),
+        )
+    };
+    let kind = match kind_name {
+        "bulk" | "cut" => {
+            if let Some(r) = &w.rate {
+                return Err(not_for("rate", r.span()));
+            }
+            if let Some(p) = &w.packet_size {
+                return Err(not_for("packet_size", p.span()));
+            }
+            if kind_name == "bulk" {
+                WorkloadKind::Bulk
+            } else {
+                WorkloadKind::Cut
+            }
+        }
+        "cbr" => {
+            let Some(rate) = &w.rate else {
+                return Err(src.err(
+                    &raw.span(),
+                    "workload kind \"cbr\" needs a rate (e.g. rate = \"4mbit\")",
+                ));
+            };
+            let rate_bps = parse_rate(rate.get_ref())
+                .map_err(|e| src.err(&rate.span(), format!("workload: {e}")))?;
+            let packet_size = match &w.packet_size {
+                None => 1200,
+                Some(p) if (64..=1472).contains(p.get_ref()) => *p.get_ref() as u32,
+                Some(p) => {
+                    return Err(src.err(
+                        &p.span(),
+                        format!("packet_size = {}: must be 64..=1472", p.get_ref()),
+                    ))
+                }
+            };
+            WorkloadKind::Cbr {
+                rate_bps,
+                packet_size,
+            }
+        }
+        other => {
+            return Err(src.err(
+                &w.kind.span(),
+                format!("unknown workload kind {other:?}: use \"bulk\", \"cbr\" or \"cut\""),
+            ))
+        }
+    };
+    Ok(directions
+        .into_iter()
+        .map(|direction| Workload {
+            kind,
+            direction,
+            duration,
+        })
+        .collect())
+}
+
+fn check_workload_names(
+    src: &Source,
+    raw: &[Spanned<RawWorkload>],
+    workloads: &[Workload],
+) -> Result<(), ScenarioError> {
+    let mut seen = std::collections::HashSet::new();
+    for w in workloads {
+        if !seen.insert(w.name()) {
+            let span = raw.last().map(|r| r.span()).unwrap_or(0..0);
+            return Err(src.err(
+                &span,
+                format!("workload {} appears twice", w.name()),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_cuts(
+    src: &Source,
+    raw_links: &Spanned<Vec<Spanned<RawLink>>>,
+    links: &[LinkSpec],
+    workloads: &[Workload],
+) -> Result<(), ScenarioError> {
+    let cut_workloads: Vec<&Workload> = workloads
+        .iter()
+        .filter(|w| w.kind == WorkloadKind::Cut)
+        .collect();
+    let any_cut = links.iter().any(|l| l.cut_at.is_some());
+    if any_cut && cut_workloads.is_empty() {
+        let i = links.iter().position(|l| l.cut_at.is_some()).unwrap_or(0);
+        return Err(src.err(
+            &raw_links.get_ref()[i].span(),
+            format!(
+                "link {} has cut_at but no workload has kind = \"cut\" (the schedule would never run)",
+                i + 1
+            ),
+        ));
+    }
+    if !any_cut && !cut_workloads.is_empty() {
+        return Err(src.err_no_line(
+            "a workload has kind = \"cut\" but no link has cut_at",
+        ));
+    }
+    if !links.iter().any(|l| l.cut_at.is_none() || l.restore_at.is_some()) {
+        return Err(src.err(
+            &raw_links.span(),
+            "every link is cut and none restored: nothing would survive",
+        ));
+    }
+    for w in cut_workloads {
+        for (i, l) in links.iter().enumerate() {
+            let last = l.restore_at.or(l.cut_at).unwrap_or(Duration::ZERO);
+            if last + Duration::from_secs(1) > w.duration {
+                return Err(src.err(
+                    &raw_links.get_ref()[i].span(),
+                    format!(
+                        "link {}: the cut schedule must end at least 1s before the cut workload's duration ({}s)",
+                        i + 1,
+                        w.duration.as_secs_f64()
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn parse_contenders(
+    src: &Source,
+    raw: Option<&Spanned<RawContenders>>,
+) -> Result<Contenders, ScenarioError> {
+    let Some(raw) = raw else {
+        return Ok(Contenders {
+            singles: true,
+            mptcp: true,
+            aggligator: true,
+            braid: vec!["minrtt".into()],
+        });
+    };
+    let c = raw.get_ref();
+    let mut braid = Vec::new();
+    if let Some(list) = &c.braid {
+        for s in list.get_ref() {
+            if !is_token(s.get_ref()) {
+                return Err(src.err(
+                    &s.span(),
+                    format!("braid scheduler {:?}: use letters, digits, '-' and '_'", s.get_ref()),
+                ));
+            }
+            if braid.contains(s.get_ref()) {
+                return Err(src.err(&s.span(), format!("braid scheduler {:?} listed twice", s.get_ref())));
+            }
+            braid.push(s.get_ref().clone());
+        }
+    }
+    let out = Contenders {
+        singles: c.singles.unwrap_or(true),
+        mptcp: c.mptcp.unwrap_or(false),
+        aggligator: c.aggligator.unwrap_or(false),
+        braid,
+    };
+    if !out.singles && !out.mptcp && !out.aggligator && out.braid.is_empty() {
+        return Err(src.err(&raw.span(), "no contenders enabled"));
+    }
+    Ok(out)
+}

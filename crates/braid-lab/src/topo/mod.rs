@@ -1,0 +1,279 @@
+//! The emulated topology: a client and a server namespace joined by N links, each shaped,
+//! delayed, made lossy and cuttable as its [`LinkSpec`] says.
+//!
+//! ```text
+//!  braidlab-<pid>-cli                                   braidlab-<pid>-srv
+//!  c1 10.0.1.1 ── htb ── [veth | vde+wirefilter] ── htb ── s1 10.0.1.2
+//!  c2 10.0.2.1 ── htb ── [veth | vde+wirefilter] ── htb ── s2 10.0.2.2
+//!  ...
+//! ```
+//!
+//! On the client, `ip rule from 10.0.i.1 table 100+i` + `default dev ci` make traffic from
+//! 10.0.i.1 leave through link i, so the server is reachable at one address (10.0.1.2) over
+//! every link. Kernel MPTCP has limits set on both sides and a `subflow` endpoint on every
+//! client link but the first. [`Lab`] owns everything it creates and removes it on drop.
+
+mod link;
+pub mod names;
+mod nft;
+mod shape;
+pub mod stale;
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+
+pub use names::Names;
+
+use crate::scenario::LinkSpec;
+use crate::sys::netns::{in_netns, tcp_connect};
+use crate::sys::proc::Proc;
+use crate::sys::{cmd, signal};
+
+/// A built lab. Dropping it tears everything down.
+pub struct Lab {
+    names: Names,
+    links: Vec<LinkSpec>,
+    relays: Vec<Proc>,
+    namespaces: Vec<String>,
+    dir_created: bool,
+    cut: Vec<bool>,
+    torn_down: bool,
+}
+
+/// What teardown could not remove.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Leftovers(pub Vec<String>);
+
+impl Leftovers {
+    /// Whether everything was removed.
+    pub fn is_clean(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl Lab {
+    /// Builds the namespaces and links. On error, whatever was already created is removed.
+    pub fn build(names: Names, links: &[LinkSpec]) -> Result<Lab> {
+        let mut lab = Lab {
+            names,
+            links: links.to_vec(),
+            relays: Vec::new(),
+            namespaces: Vec::new(),
+            dir_created: false,
+            cut: vec![false; links.len()],
+            torn_down: false,
+        };
+        lab.setup()?;
+        Ok(lab)
+    }
+
+    /// The names in use.
+    pub fn names(&self) -> &Names {
+        &self.names
+    }
+
+    /// Client namespace name.
+    pub fn cli(&self) -> &str {
+        &self.names.cli
+    }
+
+    /// Server namespace name.
+    pub fn srv(&self) -> &str {
+        &self.names.srv
+    }
+
+    /// Scratch directory.
+    pub fn dir(&self) -> &Path {
+        &self.names.dir
+    }
+
+    /// The links as built.
+    pub fn links(&self) -> &[LinkSpec] {
+        &self.links
+    }
+
+    fn setup(&mut self) -> Result<()> {
+        let dir = self.names.dir.clone();
+        std::fs::create_dir(&dir)
+            .with_context(|| format!("creating scratch directory {}", dir.display()))?;
+        self.dir_created = true;
+        let me = std::process::id();
+        let stamp = names::start_time(me).unwrap_or(0);
+        std::fs::write(dir.join(stale::OWNER_FILE), format!("{stamp}\n"))?;
+
+        for ns in [self.names.cli.clone(), self.names.srv.clone()] {
+            cmd::run_ok(&["ip", "netns", "add", &ns])?;
+            self.namespaces.push(ns.clone());
+            cmd::run_ok(&["ip", "-n", &ns, "link", "set", "lo", "up"])?;
+            cmd::in_ns(
+                &ns,
+                &[
+                    "sysctl",
+                    "-qw",
+                    "net.mptcp.enabled=1",
+                    "net.ipv4.conf.all.rp_filter=0",
+                    "net.ipv4.conf.default.rp_filter=0",
+                ],
+            )?;
+        }
+        for i in 1..=self.links.len() {
+            signal::check()?;
+            self.setup_link(i)
+                .with_context(|| format!("building link {i}"))?;
+        }
+        self.setup_mptcp()?;
+        for i in 1..=self.links.len() {
+            let (up, down) = self.probe(i, Duration::from_secs(3))?;
+            if !(up && down) {
+                bail!("link {i} does not carry traffic after setup (client->server {up}, server->client {down})");
+            }
+        }
+        Ok(())
+    }
+
+    fn setup_link(&mut self, i: usize) -> Result<()> {
+        let link = self.links[i - 1].clone();
+        let relays = link::create(&self.names, i, &link)?;
+        self.relays.extend(relays);
+        let (cli, srv) = (self.names.cli.clone(), self.names.srv.clone());
+        let (c, s) = (Names::cli_dev(i), Names::srv_dev(i));
+        for (ns, dev, addr) in [
+            (&cli, &c, Names::cli_addr(i)),
+            (&srv, &s, Names::srv_addr(i)),
+        ] {
+            cmd::run_ok(&["ip", "-n", ns, "addr", "add", &format!("{addr}/24"), "dev", dev])?;
+            shape::shape(ns, dev, &link)?;
+            cmd::run_ok(&["ip", "-n", ns, "link", "set", dev, "up"])?;
+            if link.loss_percent > 0.0 {
+                cmd::in_ns_input(ns, &["nft", "-f", "-"], &nft::loss_rules(dev, link.loss_percent))?;
+            }
+        }
+        let table = (100 + i).to_string();
+        cmd::run_ok(&["ip", "-n", &cli, "rule", "add", "from", &Names::cli_addr(i), "table", &table])?;
+        cmd::run_ok(&["ip", "-n", &cli, "route", "add", "default", "dev", &c, "table", &table])?;
+        Ok(())
+    }
+
+    fn setup_mptcp(&self) -> Result<()> {
+        for ns in [&self.names.cli, &self.names.srv] {
+            cmd::run_ok(&[
+                "ip", "-n", ns, "mptcp", "limits", "set", "subflows", "8", "add_addr_accepted", "8",
+            ])?;
+        }
+        for i in 2..=self.links.len() {
+            cmd::run_ok(&[
+                "ip", "-n", &self.names.cli, "mptcp", "endpoint", "add", &Names::cli_addr(i),
+                "dev", &Names::cli_dev(i), "subflow",
+            ])?;
+        }
+        Ok(())
+    }
+
+    /// Cuts link `i` (1-based): every packet arriving at either end is dropped.
+    pub fn cut(&mut self, i: usize) -> Result<()> {
+        for (ns, dev) in self.ends(i) {
+            cmd::in_ns_input(&ns, &["nft", "-f", "-"], &nft::cut_rules(&dev))?;
+        }
+        self.cut[i - 1] = true;
+        Ok(())
+    }
+
+    /// Restores link `i` after [`Lab::cut`].
+    pub fn restore(&mut self, i: usize) -> Result<()> {
+        for (ns, dev) in self.ends(i) {
+            cmd::in_ns(&ns, &["nft", "delete", "table", "netdev", &nft::cut_table(&dev)])?;
+        }
+        self.cut[i - 1] = false;
+        Ok(())
+    }
+
+    /// Restores every cut link.
+    pub fn restore_all(&mut self) -> Result<()> {
+        for i in 1..=self.links.len() {
+            if self.cut[i - 1] {
+                self.restore(i)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn ends(&self, i: usize) -> [(String, String); 2] {
+        [
+            (self.names.cli.clone(), Names::cli_dev(i)),
+            (self.names.srv.clone(), Names::srv_dev(i)),
+        ]
+    }
+
+    /// Checks link `i` in both directions with a TCP handshake across it (client→server and
+    /// server→client), each allowed `limit`. Returns (client→server ok, server→client ok).
+    pub fn probe(&self, i: usize, limit: Duration) -> Result<(bool, bool)> {
+        let one_way = |listen_ns: &str, listen_addr: String, from_ns: &str| -> Result<bool> {
+            let listener = in_netns(listen_ns, || TcpListener::bind((listen_addr.as_str(), 0)))??;
+            let addr: SocketAddr = listener.local_addr()?;
+            Ok(tcp_connect(from_ns, addr, limit).is_ok())
+        };
+        let up = one_way(&self.names.srv, Names::srv_addr(i), &self.names.cli)?;
+        let down = one_way(&self.names.cli, Names::cli_addr(i), &self.names.srv)?;
+        Ok((up, down))
+    }
+
+    /// Removes everything; returns what could not be removed. Idempotent.
+    pub fn teardown(&mut self) -> Leftovers {
+        if self.torn_down {
+            return Leftovers::default();
+        }
+        self.torn_down = true;
+        let mut left = Vec::new();
+        for mut p in self.relays.drain(..).rev() {
+            if !p.stop() {
+                left.push(format!("{} (pid {}) still running", p.name(), p.pid()));
+            }
+        }
+        for ns in self.namespaces.drain(..) {
+            let stray = stale::pids_in_namespace(&ns);
+            if !stray.is_empty() {
+                eprintln!("braid lab: killing {} stray process(es) in {ns}: {stray:?}", stray.len());
+                stale::kill_foreign(&stray);
+            }
+            if let Err(e) = cmd::run_ok(&["ip", "netns", "del", &ns]) {
+                left.push(format!("namespace {ns}: {e:#}"));
+            }
+        }
+        if self.dir_created {
+            let needle = format!("{}/", self.names.dir.display());
+            let stray = stale::pids_mentioning(&needle);
+            if !stray.is_empty() {
+                stale::kill_foreign(&stray);
+            }
+            if let Err(e) = std::fs::remove_dir_all(&self.names.dir) {
+                left.push(format!("directory {}: {e}", self.names.dir.display()));
+            }
+        }
+        let ours: Vec<String> = stale::lab_namespaces()
+            .into_iter()
+            .filter(|n| n.starts_with(&format!("{}-", self.names.id)))
+            .collect();
+        for n in ours {
+            left.push(format!("namespace {n} still listed by ip netns"));
+        }
+        Leftovers(left)
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let left = self.teardown();
+        for l in left.0 {
+            eprintln!("braid lab: teardown left behind: {l}");
+        }
+    }
+}
+
+/// Whether link `i`'s devices exist (used by tests).
+pub fn link_exists(lab: &Lab, i: usize) -> bool {
+    link::device_exists(lab.cli(), &Names::cli_dev(i))
+        && link::device_exists(lab.srv(), &Names::srv_dev(i))
+}
