@@ -8,9 +8,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::units::{check_percent, parse_duration, parse_percent, parse_rate};
-use super::{
-    Checks, Contenders, Direction, LinkSpec, Scenario, Workload, WorkloadKind, MAX_LINKS,
-};
+use super::{Checks, Contenders, Direction, LinkSpec, Scenario, Workload, WorkloadKind, MAX_LINKS};
 
 const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 const DEFAULT_QUEUE: Duration = Duration::from_millis(100);
@@ -244,8 +242,7 @@ pub fn parse_scenario(
 fn is_token(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 64
-        && s
-            .chars()
+        && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
@@ -271,8 +268,7 @@ fn parse_link(
 ) -> Result<LinkSpec, ScenarioError> {
     let l = raw.get_ref();
     let what = |field: &str| format!("link {index}: {field}");
-    let rate_bps =
-        parse_rate(l.rate.get_ref()).map_err(|e| src.err(&l.rate.span(), what(&e)))?;
+    let rate_bps = parse_rate(l.rate.get_ref()).map_err(|e| src.err(&l.rate.span(), what(&e)))?;
     let opt_dur = |v: &Option<Spanned<String>>, field: &str| -> Result<Option<Duration>, _> {
         v.as_ref()
             .map(|v| src.duration(v, &what(field)))
@@ -315,11 +311,19 @@ fn parse_link(
     };
     match (cut_at, restore_at) {
         (None, Some(_)) => {
-            let span = l.restore_at.as_ref().map(|d| d.span()).unwrap_or(raw.span());
+            let span = l
+                .restore_at
+                .as_ref()
+                .map(|d| d.span())
+                .unwrap_or(raw.span());
             return Err(src.err(&span, what("restore_at without cut_at")));
         }
         (Some(c), Some(r)) if r <= c => {
-            let span = l.restore_at.as_ref().map(|d| d.span()).unwrap_or(raw.span());
+            let span = l
+                .restore_at
+                .as_ref()
+                .map(|d| d.span())
+                .unwrap_or(raw.span());
             return Err(src.err(&span, what("restore_at must come after cut_at")));
         }
         _ => {}
@@ -345,7 +349,11 @@ fn parse_workload(
         Some(d) => checked_duration(src, d, "workload duration")?,
         None => default_duration,
     };
-    let directions = match w.direction.as_ref().map(|d| (d.get_ref().as_str(), d.span())) {
+    let directions = match w
+        .direction
+        .as_ref()
+        .map(|d| (d.get_ref().as_str(), d.span()))
+    {
         None | Some(("up", _)) => vec![Direction::Up],
         Some(("down", _)) => vec![Direction::Down],
         Some(("both", _)) => vec![Direction::Up, Direction::Down],
@@ -427,10 +435,7 @@ fn check_workload_names(
     for w in workloads {
         if !seen.insert(w.name()) {
             let span = raw.last().map(|r| r.span()).unwrap_or(0..0);
-            return Err(src.err(
-                &span,
-                format!("workload {} appears twice", w.name()),
-            ));
+            return Err(src.err(&span, format!("workload {} appears twice", w.name())));
         }
     }
     Ok(())
@@ -458,11 +463,12 @@ fn check_cuts(
         ));
     }
     if !any_cut && !cut_workloads.is_empty() {
-        return Err(src.err_no_line(
-            "a workload has kind = \"cut\" but no link has cut_at",
-        ));
+        return Err(src.err_no_line("a workload has kind = \"cut\" but no link has cut_at"));
     }
-    if !links.iter().any(|l| l.cut_at.is_none() || l.restore_at.is_some()) {
+    if !links
+        .iter()
+        .any(|l| l.cut_at.is_none() || l.restore_at.is_some())
+    {
         return Err(src.err(
             &raw_links.span(),
             "every link is cut and none restored: nothing would survive",
@@ -505,11 +511,17 @@ fn parse_contenders(
             if !is_token(s.get_ref()) {
                 return Err(src.err(
                     &s.span(),
-                    format!("braid scheduler {:?}: use letters, digits, '-' and '_'", s.get_ref()),
+                    format!(
+                        "braid scheduler {:?}: use letters, digits, '-' and '_'",
+                        s.get_ref()
+                    ),
                 ));
             }
             if braid.contains(s.get_ref()) {
-                return Err(src.err(&s.span(), format!("braid scheduler {:?} listed twice", s.get_ref())));
+                return Err(src.err(
+                    &s.span(),
+                    format!("braid scheduler {:?} listed twice", s.get_ref()),
+                ));
             }
             braid.push(s.get_ref().clone());
         }

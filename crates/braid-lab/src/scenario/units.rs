@@ -141,7 +141,9 @@ mod tests {
         assert_eq!(parse_rate("500kbit"), Ok(500_000));
         assert!(parse_rate("20").unwrap_err().contains("no unit"));
         assert!(parse_rate("20mbps").unwrap_err().contains("ambiguous"));
-        assert!(parse_rate("20furlongs").unwrap_err().contains("unknown unit"));
+        assert!(parse_rate("20furlongs")
+            .unwrap_err()
+            .contains("unknown unit"));
         assert!(parse_rate("x.ymbit").is_err());
         assert!(parse_rate("0mbit").is_err());
         assert!(parse_rate("100gbit").is_err());

@@ -42,13 +42,21 @@ pub fn run_with(mut cmd: Command, input: Option<&str>, limit: Duration) -> Resul
     })
     .stdout(Stdio::piped())
     .stderr(Stdio::piped());
-    let mut child = cmd.spawn().with_context(|| format!("cannot run `{line}`"))?;
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("cannot run `{line}`"))?;
     if let (Some(text), Some(mut stdin)) = (input, child.stdin.take()) {
         // Inputs are small rule sets; a failed write shows up as the command's error.
         let _ = stdin.write_all(text.as_bytes());
     }
-    let mut out_pipe = child.stdout.take().ok_or_else(|| anyhow!("no stdout pipe"))?;
-    let mut err_pipe = child.stderr.take().ok_or_else(|| anyhow!("no stderr pipe"))?;
+    let mut out_pipe = child
+        .stdout
+        .take()
+        .ok_or_else(|| anyhow!("no stdout pipe"))?;
+    let mut err_pipe = child
+        .stderr
+        .take()
+        .ok_or_else(|| anyhow!("no stderr pipe"))?;
     let out_reader = std::thread::spawn(move || {
         let mut s = Vec::new();
         let _ = out_pipe.read_to_end(&mut s);

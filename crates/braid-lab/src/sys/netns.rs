@@ -70,7 +70,10 @@ pub fn http_get(ns: &str, addr: SocketAddr, path: &str, limit: Duration) -> Resu
     let mut s = tcp_connect(ns, addr, limit)?;
     s.set_read_timeout(Some(limit))?;
     s.set_write_timeout(Some(limit))?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\nConnection: close\r\n\r\n")?;
+    write!(
+        s,
+        "GET {path} HTTP/1.0\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )?;
     let mut buf = Vec::new();
     s.take(4 << 20).read_to_end(&mut buf)?;
     let text = String::from_utf8_lossy(&buf);
@@ -78,7 +81,7 @@ pub fn http_get(ns: &str, addr: SocketAddr, path: &str, limit: Duration) -> Resu
         .split_once("\r\n\r\n")
         .ok_or_else(|| anyhow!("malformed HTTP reply from {addr}{path}"))?;
     let status = head.lines().next().unwrap_or_default();
-    if !status.split_whitespace().nth(1).is_some_and(|c| c == "200") {
+    if status.split_whitespace().nth(1) != Some("200") {
         bail!("GET {addr}{path}: {status}");
     }
     Ok(body.to_string())
@@ -185,7 +188,8 @@ mod tests {
 
     #[test]
     fn snmp_counters() {
-        let text = "Ip: Forwarding DefaultTTL\nIp: 1 64\nTcp: RtoAlgorithm RetransSegs\nTcp: 1 42\n";
+        let text =
+            "Ip: Forwarding DefaultTTL\nIp: 1 64\nTcp: RtoAlgorithm RetransSegs\nTcp: 1 42\n";
         assert_eq!(counter(text, "Tcp", "RetransSegs"), Some(42));
         assert_eq!(counter(text, "Tcp", "Nope"), None);
         assert_eq!(counter(text, "Udp", "RetransSegs"), None);

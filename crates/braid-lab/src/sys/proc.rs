@@ -42,13 +42,31 @@ pub enum Stdin {
 
 impl Proc {
     /// Spawns `cmd` with stdout and stderr appended to `log`.
-    pub fn spawn(name: &str, mut cmd: Command, log: &Path, stdin: Stdin) -> Result<Proc> {
-        let out = File::options()
-            .create(true)
-            .append(true)
-            .open(log)
-            .with_context(|| format!("opening log {}", log.display()))?;
-        let err = out.try_clone()?;
+    pub fn spawn(name: &str, cmd: Command, log: &Path, stdin: Stdin) -> Result<Proc> {
+        Self::spawn_split(name, cmd, log, log, stdin)
+    }
+
+    /// Spawns `cmd` with stdout written to `out` and stderr appended to `log`.
+    pub fn spawn_split(
+        name: &str,
+        mut cmd: Command,
+        out: &Path,
+        log: &Path,
+        stdin: Stdin,
+    ) -> Result<Proc> {
+        let open = |p: &Path| {
+            File::options()
+                .create(true)
+                .append(true)
+                .open(p)
+                .with_context(|| format!("opening {}", p.display()))
+        };
+        let err = open(log)?;
+        let out = if out == log {
+            err.try_clone()?
+        } else {
+            open(out)?
+        };
         cmd.stdout(Stdio::from(out)).stderr(Stdio::from(err));
         cmd.stdin(match stdin {
             Stdin::Null => Stdio::null(),

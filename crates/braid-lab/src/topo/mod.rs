@@ -144,29 +144,71 @@ impl Lab {
             (&cli, &c, Names::cli_addr(i)),
             (&srv, &s, Names::srv_addr(i)),
         ] {
-            cmd::run_ok(&["ip", "-n", ns, "addr", "add", &format!("{addr}/24"), "dev", dev])?;
+            cmd::run_ok(&[
+                "ip",
+                "-n",
+                ns,
+                "addr",
+                "add",
+                &format!("{addr}/24"),
+                "dev",
+                dev,
+            ])?;
             shape::shape(ns, dev, &link)?;
             cmd::run_ok(&["ip", "-n", ns, "link", "set", dev, "up"])?;
             if link.loss_percent > 0.0 {
-                cmd::in_ns_input(ns, &["nft", "-f", "-"], &nft::loss_rules(dev, link.loss_percent))?;
+                cmd::in_ns_input(
+                    ns,
+                    &["nft", "-f", "-"],
+                    &nft::loss_rules(dev, link.loss_percent),
+                )?;
             }
         }
         let table = (100 + i).to_string();
-        cmd::run_ok(&["ip", "-n", &cli, "rule", "add", "from", &Names::cli_addr(i), "table", &table])?;
-        cmd::run_ok(&["ip", "-n", &cli, "route", "add", "default", "dev", &c, "table", &table])?;
+        cmd::run_ok(&[
+            "ip",
+            "-n",
+            &cli,
+            "rule",
+            "add",
+            "from",
+            &Names::cli_addr(i),
+            "table",
+            &table,
+        ])?;
+        cmd::run_ok(&[
+            "ip", "-n", &cli, "route", "add", "default", "dev", &c, "table", &table,
+        ])?;
         Ok(())
     }
 
     fn setup_mptcp(&self) -> Result<()> {
         for ns in [&self.names.cli, &self.names.srv] {
             cmd::run_ok(&[
-                "ip", "-n", ns, "mptcp", "limits", "set", "subflows", "8", "add_addr_accepted", "8",
+                "ip",
+                "-n",
+                ns,
+                "mptcp",
+                "limits",
+                "set",
+                "subflows",
+                "8",
+                "add_addr_accepted",
+                "8",
             ])?;
         }
         for i in 2..=self.links.len() {
             cmd::run_ok(&[
-                "ip", "-n", &self.names.cli, "mptcp", "endpoint", "add", &Names::cli_addr(i),
-                "dev", &Names::cli_dev(i), "subflow",
+                "ip",
+                "-n",
+                &self.names.cli,
+                "mptcp",
+                "endpoint",
+                "add",
+                &Names::cli_addr(i),
+                "dev",
+                &Names::cli_dev(i),
+                "subflow",
             ])?;
         }
         Ok(())
@@ -184,7 +226,10 @@ impl Lab {
     /// Restores link `i` after [`Lab::cut`].
     pub fn restore(&mut self, i: usize) -> Result<()> {
         for (ns, dev) in self.ends(i) {
-            cmd::in_ns(&ns, &["nft", "delete", "table", "netdev", &nft::cut_table(&dev)])?;
+            cmd::in_ns(
+                &ns,
+                &["nft", "delete", "table", "netdev", &nft::cut_table(&dev)],
+            )?;
         }
         self.cut[i - 1] = false;
         Ok(())
@@ -235,7 +280,10 @@ impl Lab {
         for ns in self.namespaces.drain(..) {
             let stray = stale::pids_in_namespace(&ns);
             if !stray.is_empty() {
-                eprintln!("braid lab: killing {} stray process(es) in {ns}: {stray:?}", stray.len());
+                eprintln!(
+                    "braid lab: killing {} stray process(es) in {ns}: {stray:?}",
+                    stray.len()
+                );
                 stale::kill_foreign(&stray);
             }
             if let Err(e) = cmd::run_ok(&["ip", "netns", "del", &ns]) {

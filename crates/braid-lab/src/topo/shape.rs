@@ -12,7 +12,9 @@ pub fn tc_commands(dev: &str, link: &LinkSpec) -> Vec<Vec<String>> {
     let rate = tc_rate(link.rate_bps);
     let words = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
     vec![
-        words(&format!("qdisc add dev {dev} root handle 1: htb default 10")),
+        words(&format!(
+            "qdisc add dev {dev} root handle 1: htb default 10"
+        )),
         words(&format!(
             "class add dev {dev} parent 1: classid 1:10 htb rate {rate} ceil {rate} quantum 1514"
         )),
@@ -28,7 +30,9 @@ pub fn shape(ns: &str, dev: &str, link: &LinkSpec) -> Result<()> {
     // Not every device supports every offload flag; a refusal is harmless.
     let _ = cmd::in_ns(
         ns,
-        &["ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off"],
+        &[
+            "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off",
+        ],
     );
     for c in tc_commands(dev, link) {
         let mut args = vec!["tc", "-n", ns];
@@ -55,7 +59,10 @@ mod tests {
             restore_at: None,
         };
         let c = tc_commands("c1", &link);
-        assert_eq!(c[1].join(" "), "class add dev c1 parent 1: classid 1:10 htb rate 20mbit ceil 20mbit quantum 1514");
+        assert_eq!(
+            c[1].join(" "),
+            "class add dev c1 parent 1: classid 1:10 htb rate 20mbit ceil 20mbit quantum 1514"
+        );
         assert_eq!(c[2].last().unwrap(), "250000");
     }
 }

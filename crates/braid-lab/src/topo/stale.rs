@@ -46,7 +46,11 @@ pub fn lab_namespaces() -> Vec<String> {
 /// PIDs of the processes inside namespace `ns` (`ip netns pids`).
 pub fn pids_in_namespace(ns: &str) -> Vec<u32> {
     cmd::run_ok(&["ip", "netns", "pids", ns])
-        .map(|out| out.split_whitespace().filter_map(|p| p.parse().ok()).collect())
+        .map(|out| {
+            out.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect()
+        })
         .unwrap_or_default()
 }
 

@@ -1,0 +1,62 @@
+//! The one-object summary printed by `--json` and written as `summary.json`:
+//! `{"scenario":…, "links":[…], "contenders":[{"name":…, "workload":…, "goodput_bps":…,
+//! "ratio_to_sum_of_singles":…, "recovery_ms":…, …}]}`.
+
+use serde_json::{json, Value};
+
+use crate::results::LabReport;
+
+/// Builds the summary object.
+pub fn summary(report: &LabReport, checks: &[String]) -> Value {
+    let links: Vec<Value> = report
+        .scenario
+        .links
+        .iter()
+        .enumerate()
+        .map(|(k, l)| {
+            json!({
+                "link": k + 1,
+                "rate_bps": l.rate_bps,
+                "delay_ms": l.delay.as_secs_f64() * 1e3,
+                "jitter_ms": l.jitter.as_secs_f64() * 1e3,
+                "loss_percent": l.loss_percent,
+                "queue_ms": l.queue.as_secs_f64() * 1e3,
+                "cut_at_s": l.cut_at.map(|d| d.as_secs_f64()),
+                "restore_at_s": l.restore_at.map(|d| d.as_secs_f64()),
+            })
+        })
+        .collect();
+    let contenders: Vec<Value> = report
+        .workloads
+        .iter()
+        .flat_map(|w| w.rows.iter())
+        .map(|r| {
+            json!({
+                "name": r.name,
+                "workload": r.workload,
+                "status": r.status,
+                "reason": r.reason,
+                "goodput_bps": r.goodput_bps,
+                "ratio_to_sum_of_singles": r.ratio_to_sum_of_singles,
+                "ratio_to_link_rates": r.ratio_to_link_rates,
+                "recovery_ms": r.recovery_ms,
+                "not_recovered": r.not_recovered,
+                "restore_ms": r.restore_ms,
+                "not_restored": r.not_restored,
+                "retransmits": r.retransmits,
+                "udp_lost_percent": r.udp_lost_percent,
+                "udp_jitter_ms": r.udp_jitter_ms,
+                "runs": r.runs,
+                "runs_ok": r.runs_ok,
+            })
+        })
+        .collect();
+    json!({
+        "scenario": report.scenario.name,
+        "links": links,
+        "contenders": contenders,
+        "interrupted": report.interrupted,
+        "failed_checks": checks,
+        "notes": report.notes,
+    })
+}

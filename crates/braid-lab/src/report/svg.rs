@@ -1,0 +1,206 @@
+//! Goodput over time, one line per contender, as a hand-written SVG (no plotting dependency).
+
+use std::fmt::Write;
+
+use crate::iperf::Sample;
+use crate::transfer::{Action, AppliedEvent};
+
+const W: f64 = 860.0;
+const H: f64 = 420.0;
+const LEFT: f64 = 64.0;
+const RIGHT: f64 = 190.0;
+const TOP: f64 = 36.0;
+const BOTTOM: f64 = 48.0;
+const COLORS: [&str; 10] = [
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+    "#bcbd22", "#17becf",
+];
+
+/// One line of the plot.
+pub struct Line<'a> {
+    /// Legend text.
+    pub name: &'a str,
+    /// Receiver goodput per interval.
+    pub series: &'a [Sample],
+}
+
+/// Renders the plot. `events` (from one of the runs) are drawn as vertical markers.
+pub fn render(title: &str, lines: &[Line], events: &[AppliedEvent]) -> String {
+    let t_max = lines
+        .iter()
+        .filter_map(|l| l.series.last().map(|s| s.end))
+        .fold(1.0, f64::max);
+    let y_max_bps = lines
+        .iter()
+        .flat_map(|l| l.series.iter().map(|s| s.bps))
+        .fold(1e6, f64::max);
+    let y_top = nice_ceiling(y_max_bps / 1e6);
+    let t_top = nice_ceiling(t_max);
+    let pw = W - LEFT - RIGHT;
+    let ph = H - TOP - BOTTOM;
+    let x = |t: f64| LEFT + t / t_top * pw;
+    let y = |mbit: f64| TOP + ph - (mbit / y_top).min(1.05) * ph;
+
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(o, r#"<rect width="{W}" height="{H}" fill="white"/>"#);
+    let _ = writeln!(
+        o,
+        r#"<text x="{LEFT}" y="20" font-size="14" font-weight="bold">{}</text>"#,
+        escape(title)
+    );
+    for k in 0..=5 {
+        let v = y_top * k as f64 / 5.0;
+        let yy = y(v);
+        let _ = writeln!(
+            o,
+            r##"<line x1="{LEFT}" y1="{yy:.1}" x2="{:.1}" y2="{yy:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
+            LEFT + pw,
+            LEFT - 6.0,
+            yy + 4.0,
+            trim(v)
+        );
+        let t = t_top * k as f64 / 5.0;
+        let xx = x(t);
+        let _ = writeln!(
+            o,
+            r##"<line x1="{xx:.1}" y1="{TOP}" x2="{xx:.1}" y2="{:.1}" stroke="#eee"/><text x="{xx:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
+            TOP + ph,
+            TOP + ph + 16.0,
+            trim(t)
+        );
+    }
+    let _ = writeln!(
+        o,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">time (s)</text>"#,
+        LEFT + pw / 2.0,
+        H - 10.0
+    );
+    let _ = writeln!(
+        o,
+        r#"<text transform="translate(16 {:.1}) rotate(-90)" text-anchor="middle">goodput (Mbit/s)</text>"#,
+        TOP + ph / 2.0
+    );
+    for e in events {
+        let xx = x(e.at_s);
+        let (color, label) = match e.action {
+            Action::Cut => ("#d62728", format!("cut link {}", e.link)),
+            Action::Restore => ("#2ca02c", format!("restore link {}", e.link)),
+        };
+        let _ = writeln!(
+            o,
+            r#"<line x1="{xx:.1}" y1="{TOP}" x2="{xx:.1}" y2="{:.1}" stroke="{color}" stroke-dasharray="4 3"/><text x="{:.1}" y="{:.1}" fill="{color}" font-size="10">{label}</text>"#,
+            TOP + ph,
+            xx + 3.0,
+            TOP + 10.0
+        );
+    }
+    for (k, l) in lines.iter().enumerate() {
+        let color = COLORS[k % COLORS.len()];
+        let pts: Vec<String> = l
+            .series
+            .iter()
+            .map(|s| format!("{:.1},{:.1}", x((s.start + s.end) / 2.0), y(s.bps / 1e6)))
+            .collect();
+        if !pts.is_empty() {
+            let _ = writeln!(
+                o,
+                r#"<polyline fill="none" stroke="{color}" stroke-width="1.5" points="{}"/>"#,
+                pts.join(" ")
+            );
+        }
+        let ly = TOP + 14.0 + 18.0 * k as f64;
+        let lx = LEFT + pw + 14.0;
+        let _ = writeln!(
+            o,
+            r#"<line x1="{lx:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{color}" stroke-width="3"/><text x="{:.1}" y="{ly:.1}">{}</text>"#,
+            ly - 4.0,
+            lx + 18.0,
+            ly - 4.0,
+            lx + 24.0,
+            escape(l.name)
+        );
+    }
+    o.push_str("</svg>\n");
+    o
+}
+
+/// The smallest of 1, 2, 2.5, 5 × 10^k that is at least `v`.
+fn nice_ceiling(v: f64) -> f64 {
+    if v <= 0.0 || !v.is_finite() {
+        return 1.0;
+    }
+    let mag = 10f64.powf(v.log10().floor());
+    for m in [1.0, 2.0, 2.5, 5.0, 10.0] {
+        if m * mag >= v - 1e-9 {
+            return m * mag;
+        }
+    }
+    10.0 * mag
+}
+
+fn trim(v: f64) -> String {
+    let s = format!("{v:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ceilings() {
+        assert_eq!(nice_ceiling(19.1), 20.0);
+        assert_eq!(nice_ceiling(22.9), 25.0);
+        assert_eq!(nice_ceiling(55.0), 100.0);
+        assert_eq!(nice_ceiling(0.0), 1.0);
+        assert_eq!(nice_ceiling(f64::NAN), 1.0);
+    }
+
+    #[test]
+    fn renders_lines_events_and_escapes() {
+        let s = [
+            Sample {
+                start: 0.0,
+                end: 0.1,
+                bps: 10e6,
+            },
+            Sample {
+                start: 0.1,
+                end: 0.2,
+                bps: 20e6,
+            },
+        ];
+        let ev = [AppliedEvent {
+            link: 1,
+            action: Action::Cut,
+            planned_s: 0.1,
+            at_s: 0.1,
+        }];
+        let svg = render(
+            "a <b>",
+            &[Line {
+                name: "mptcp",
+                series: &s,
+            }],
+            &ev,
+        );
+        assert!(svg.starts_with("<svg"));
+        assert!(svg.trim_end().ends_with("</svg>"));
+        assert!(svg.contains("<polyline"));
+        assert!(svg.contains("cut link 1"));
+        assert!(svg.contains("a &lt;b&gt;"));
+        let empty = render("empty", &[], &[]);
+        assert!(!empty.contains("<polyline"));
+    }
+}

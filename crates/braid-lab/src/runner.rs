@@ -1,0 +1,412 @@
+//! `braid lab run`: scenario → lab → contenders × workloads → report, with teardown on every
+//! path out (success, error, panic via the guards' `Drop`, and signals via the interrupt flag).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+
+use crate::cli::RunArgs;
+use crate::contender::{self, Contender, Running, Tools};
+use crate::iperf::{ClientSpec, Traffic};
+use crate::results::{LabReport, RunRecord, Status, WorkloadResult};
+use crate::scenario::units::format_rate;
+use crate::scenario::{Scenario, Workload, WorkloadKind};
+use crate::sys::cmd;
+use crate::sys::netns::http_get;
+use crate::sys::signal::{self, Interrupted, SignalGuard};
+use crate::topo::{stale, Lab, Names};
+use crate::transfer::{run_transfer, schedule};
+use crate::{checks, overrides, report, summary};
+use crate::{EXIT_CHECK_FAILED, EXIT_INTERRUPTED, EXIT_LEFTOVERS, EXIT_OK};
+
+/// Pause between transfers so queues drain and sockets close.
+const SETTLE: Duration = Duration::from_secs(1);
+
+/// Reads and validates a scenario file.
+pub fn load_scenario(path: &Path) -> Result<Scenario> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read scenario {}", path.display()))?;
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Ok(crate::scenario::parse_scenario(
+        &path.display().to_string(),
+        &text,
+        &stem,
+    )?)
+}
+
+/// Fails unless running as root.
+pub fn require_root(what: &str) -> Result<()> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        bail!("{what} needs root (it creates network namespaces); run it with sudo");
+    }
+    Ok(())
+}
+
+/// Fails when a program the scenario needs is missing, naming the Debian package.
+fn require_tools(scenario: &Scenario) -> Result<()> {
+    let mut need = vec![("ip", "iproute2"), ("tc", "iproute2"), ("iperf3", "iperf3")];
+    if scenario.links.iter().any(|l| l.loss_percent > 0.0) || scenario.has_cuts() {
+        need.push(("nft", "nftables"));
+    }
+    if scenario.links.iter().any(|l| l.needs_delay_emulation()) {
+        need.push(("vde_switch", "vde2"));
+        need.push(("wirefilter", "vde2"));
+    }
+    let missing: Vec<String> = need
+        .iter()
+        .filter(|(p, _)| cmd::which(p).is_none())
+        .map(|(p, pkg)| format!("{p} (apt install {pkg})"))
+        .collect();
+    if !missing.is_empty() {
+        bail!("missing programs: {}", missing.join(", "));
+    }
+    Ok(())
+}
+
+struct Ctx<'a> {
+    scenario: &'a Scenario,
+    tools: &'a Tools,
+    out: &'a Path,
+    quiet: bool,
+}
+
+impl Ctx<'_> {
+    fn say(&self, line: &str) {
+        if !self.quiet {
+            eprintln!("braid lab: {line}");
+        }
+    }
+}
+
+/// Runs a scenario; returns the process exit code.
+pub fn run(args: RunArgs) -> Result<i32> {
+    let mut scenario = load_scenario(&args.file)?;
+    overrides::apply(
+        &mut scenario,
+        args.duration.as_deref(),
+        args.repeats,
+        args.workloads.as_deref(),
+        args.contenders.as_deref(),
+    )?;
+    require_root("braid lab run")?;
+    require_tools(&scenario)?;
+    let tools = Tools::discover(args.braid.as_deref(), args.agg_tunnel.as_deref());
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("lab-out").join(&scenario.name));
+    std::fs::create_dir_all(out.join("raw"))
+        .with_context(|| format!("creating report directory {}", out.display()))?;
+    let _signals = SignalGuard::install().context("installing signal handlers")?;
+    let ctx = Ctx {
+        scenario: &scenario,
+        tools: &tools,
+        out: &out,
+        quiet: args.quiet,
+    };
+    for line in stale::sweep()? {
+        ctx.say(&format!("removed stale {line}"));
+    }
+    let contenders = overrides::contender_list(&scenario);
+    let mut report = LabReport {
+        scenario: scenario.clone(),
+        machine: machine_info(&tools),
+        workloads: Vec::new(),
+        runs: Vec::new(),
+        notes: Vec::new(),
+        interrupted: false,
+    };
+    ctx.say(&format!(
+        "scenario {}: {} link(s), {} workload(s), {} contender(s), ~{} s",
+        scenario.name,
+        scenario.links.len(),
+        scenario.workloads.len(),
+        contenders.len(),
+        estimate_secs(&scenario, &contenders)
+    ));
+
+    let names = Names::for_pid(std::process::id());
+    let result = match Lab::build(names, &scenario.links) {
+        Ok(mut lab) => {
+            let r = run_workloads(&ctx, &mut lab, &contenders, &mut report);
+            if let Err(e) = preserve_logs(lab.dir(), &out.join("logs")) {
+                report
+                    .notes
+                    .push(format!("could not copy process logs: {e:#}"));
+            }
+            let left = lab.teardown();
+            drop(lab);
+            r.map(|()| left)
+        }
+        Err(e) => Err(e.context("building the lab")),
+    };
+    let mut code = EXIT_OK;
+    match result {
+        Ok(left) if !left.is_clean() => {
+            for l in &left.0 {
+                report.notes.push(format!("teardown left behind: {l}"));
+            }
+            code = EXIT_LEFTOVERS;
+        }
+        Ok(_) => {}
+        Err(e) if e.downcast_ref::<Interrupted>().is_some() => {
+            report.interrupted = true;
+            report.notes.push(format!("{e:#}"));
+            code = EXIT_INTERRUPTED;
+        }
+        Err(e) => {
+            if report.runs.is_empty() {
+                return Err(e);
+            }
+            report.notes.push(format!("run aborted: {e:#}"));
+            write_outputs(&ctx, &args, &report, &[])?;
+            return Err(e);
+        }
+    }
+    let failed_checks = checks::evaluate(&report);
+    write_outputs(&ctx, &args, &report, &failed_checks)?;
+    for c in &failed_checks {
+        ctx.say(&format!("check failed: {c}"));
+    }
+    if code == EXIT_OK && !failed_checks.is_empty() {
+        code = EXIT_CHECK_FAILED;
+    }
+    Ok(code)
+}
+
+fn write_outputs(ctx: &Ctx, args: &RunArgs, report: &LabReport, checks: &[String]) -> Result<()> {
+    report::write(ctx.out, report, checks)?;
+    ctx.say(&format!(
+        "report written to {}",
+        ctx.out.join("report.md").display()
+    ));
+    if args.json {
+        let s = serde_json::to_string(&report::json::summary(report, checks))?;
+        let mut stdout = std::io::stdout().lock();
+        writeln!(stdout, "{s}")?;
+    }
+    Ok(())
+}
+
+fn estimate_secs(s: &Scenario, contenders: &[Contender]) -> u64 {
+    let per_run: f64 = s
+        .workloads
+        .iter()
+        .map(|w| w.duration.as_secs_f64() + 3.0)
+        .sum();
+    (per_run * contenders.len() as f64 * s.repeats as f64 + 5.0) as u64
+}
+
+fn run_workloads(
+    ctx: &Ctx,
+    lab: &mut Lab,
+    contenders: &[Contender],
+    report: &mut LabReport,
+) -> Result<()> {
+    let mut skipped_once = Vec::new();
+    for w in &ctx.scenario.workloads {
+        let name = w.name();
+        let mut runs: Vec<RunRecord> = Vec::new();
+        for c in contenders {
+            if let Some(why) = c.skip_reason(ctx.tools, w) {
+                if !skipped_once.contains(&c.name()) {
+                    ctx.say(&format!("skipping {}: {why}", c.name()));
+                    report.notes.push(format!("{} skipped: {why}", c.name()));
+                    skipped_once.push(c.name());
+                }
+                runs.push(RunRecord::without_figures(
+                    &c.name(),
+                    &name,
+                    1,
+                    Status::Skipped,
+                    why,
+                ));
+                continue;
+            }
+            for rep in 1..=ctx.scenario.repeats {
+                let rec = match run_one(ctx, lab, c, w, rep) {
+                    Ok(r) => r,
+                    Err(e) if e.downcast_ref::<Interrupted>().is_some() => {
+                        report.runs.append(&mut runs);
+                        return Err(e);
+                    }
+                    Err(e) => RunRecord::without_figures(
+                        &c.name(),
+                        &name,
+                        rep,
+                        Status::Failed,
+                        format!("{e:#}"),
+                    ),
+                };
+                ctx.say(&progress_line(&rec));
+                runs.push(rec);
+                signal::sleep(SETTLE)?;
+            }
+        }
+        let mut rows = summary::summarize(ctx.scenario, w, contenders, &runs, None);
+        let mut capacity_source = None;
+        if w.kind == WorkloadKind::Cut {
+            let cap = summary::reference_capacity(ctx.scenario, w, &report.workloads, &rows);
+            rows = summary::summarize(ctx.scenario, w, contenders, &runs, Some(&cap));
+            capacity_source = Some(cap.source);
+        }
+        report.workloads.push(WorkloadResult {
+            name,
+            workload: w.clone(),
+            rows,
+            capacity_source,
+        });
+        report.runs.append(&mut runs);
+    }
+    Ok(())
+}
+
+fn progress_line(r: &RunRecord) -> String {
+    let head = format!("[{}] {} #{}", r.workload, r.contender, r.repeat);
+    match (r.status, r.goodput_bps) {
+        (Status::Ok, Some(g)) => {
+            let mut s = format!("{head}: {}", format_rate(g));
+            if let Some(u) = r.udp {
+                s.push_str(&format!(
+                    ", loss {:.2}%, jitter {:.2} ms",
+                    u.lost_percent, u.jitter_ms
+                ));
+            }
+            s
+        }
+        _ => format!(
+            "{head}: {:?} — {}",
+            r.status,
+            r.reason.clone().unwrap_or_default()
+        ),
+    }
+}
+
+fn run_one(ctx: &Ctx, lab: &mut Lab, c: &Contender, w: &Workload, rep: u32) -> Result<RunRecord> {
+    signal::check()?;
+    let wname = w.name();
+    let tag = format!("{wname}-{}-{rep}", c.name());
+    let traffic = match w.kind {
+        WorkloadKind::Cbr {
+            rate_bps,
+            packet_size,
+        } => Traffic::Udp {
+            rate_bps,
+            packet_size,
+        },
+        _ => Traffic::Tcp,
+    };
+    let running = contender::start(c, lab, ctx.tools, traffic, &tag)?;
+    let spec = ClientSpec {
+        host: running.target.host.clone(),
+        port: running.target.port,
+        bind: running.target.bind.clone(),
+        mptcp: running.target.mptcp,
+        duration: w.duration,
+        direction: w.direction,
+        traffic,
+    };
+    let events = if w.kind == WorkloadKind::Cut {
+        schedule(&ctx.scenario.links)
+    } else {
+        Vec::new()
+    };
+    let raw_rel = PathBuf::from("raw")
+        .join(&wname)
+        .join(format!("{}-{rep}.json", c.name()));
+    let raw = ctx.out.join(&raw_rel);
+    if let Some(parent) = raw.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let log = lab.dir().join(format!("iperf3-client-{tag}.log"));
+    let transfer = run_transfer(lab, &spec, &events, &raw, &log);
+    let mut notes = running.notes.clone();
+    if let Some((ns, addr)) = &running.status {
+        match http_get(ns, *addr, "/status", Duration::from_secs(2)) {
+            Ok(body) => {
+                let p = raw.with_file_name(format!("{}-{rep}-status.json", c.name()));
+                std::fs::write(&p, body)?;
+            }
+            Err(e) => notes.push(format!("status snapshot failed: {e:#}")),
+        }
+    }
+    let mut running = running;
+    let transfer = match transfer {
+        Ok(t) => t,
+        Err(e) => {
+            let diag = diagnose(&mut running);
+            return Err(if diag.is_empty() { e } else { e.context(diag) });
+        }
+    };
+    drop(running);
+    notes.extend(transfer.notes.iter().cloned());
+    if transfer.measurement.series_from_sender {
+        notes.push("server intervals missing; sender-side intervals plotted".into());
+    }
+    Ok(RunRecord {
+        contender: c.name(),
+        workload: wname,
+        repeat: rep,
+        status: Status::Ok,
+        reason: None,
+        goodput_bps: Some(transfer.measurement.goodput_bps),
+        retransmits: transfer.retransmits,
+        udp: transfer.measurement.udp,
+        mptcp_joins: (*c == Contender::Mptcp)
+            .then_some(transfer.mptcp_joins)
+            .flatten(),
+        events: transfer.events,
+        series: transfer.measurement.series,
+        notes,
+        raw_file: Some(raw_rel.display().to_string()),
+    })
+}
+
+/// Names contender processes that died during the transfer, with their last output.
+fn diagnose(running: &mut Running) -> String {
+    running.exited_processes().join("; ")
+}
+
+/// Copies the processes' logs (and the iperf3 servers' JSON) out of the scratch directory
+/// before teardown removes it.
+fn preserve_logs(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)?.flatten() {
+        let path = entry.path();
+        let keep = path.extension().is_some_and(|e| e == "log" || e == "json");
+        if keep && path.is_file() {
+            std::fs::copy(&path, to.join(entry.file_name()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Kernel, CPU count and tool versions, for the report.
+fn machine_info(tools: &Tools) -> Vec<String> {
+    let mut v = Vec::new();
+    if let Ok(k) = cmd::run_ok(&["uname", "-srm"]) {
+        v.push(k.trim().to_string());
+    }
+    if let Ok(n) = std::thread::available_parallelism() {
+        v.push(format!("{n} CPU(s)"));
+    }
+    if let Ok(out) = cmd::run_ok(&["iperf3", "--version"]) {
+        if let Some(first) = out.lines().next() {
+            v.push(first.trim().to_string());
+        }
+    }
+    if let Some(a) = &tools.agg_tunnel {
+        v.push(format!("agg-tunnel at {}", a.display()));
+    }
+    match &tools.braid {
+        contender::BraidBinary::Ready(p) => v.push(format!("braid at {}", p.display())),
+        contender::BraidBinary::Unavailable(why) => v.push(format!("braid: {why}")),
+    }
+    v
+}
