@@ -28,8 +28,7 @@ fn cut_stops_both_directions_and_teardown_is_clean() {
         eprintln!("skipping: {why}");
         return;
     }
-    // A distinct id so this test never collides with a lab run by the test process itself.
-    let names = Names::for_pid(std::process::id() + 1_000_000);
+    let names = Names::for_pid(std::process::id());
     let id = names.id.clone();
     let mut lab = Lab::build(names, &[link(20, 0), link(5, 20)]).expect("build lab");
     assert!(link_exists(&lab, 1) && link_exists(&lab, 2));

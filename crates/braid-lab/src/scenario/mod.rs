@@ -193,3 +193,6 @@ impl Scenario {
         self.links.iter().any(|l| l.cut_at.is_some())
     }
 }
+
+#[cfg(test)]
+mod tests;

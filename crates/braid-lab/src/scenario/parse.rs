@@ -143,7 +143,17 @@ pub fn parse_scenario(
 ) -> Result<Scenario, ScenarioError> {
     let src = Source { file, text };
     let raw: RawScenario = toml::from_str(text).map_err(|e| match e.span() {
-        Some(span) => src.err(&span, e.message().trim().to_string()),
+        Some(span) => {
+            let line = text.lines().nth(src.line_of(&span) - 1).unwrap_or_default();
+            let mut msg = e.message().trim().to_string();
+            if !line.trim().is_empty() {
+                msg = format!("{msg} in `{}`", line.trim());
+            }
+            if unquoted_text_value(line) {
+                msg.push_str(" (text values such as rates and durations need quotes)");
+            }
+            src.err(&span, msg)
+        }
         None => src.err_no_line(e.message().trim().to_string()),
     })?;
 
@@ -237,6 +247,20 @@ pub fn parse_scenario(
         repeats,
         checks,
     })
+}
+
+/// Whether `line` looks like `key = 20mbit`: a value that is neither quoted, a number, a
+/// boolean, an array nor a table.
+fn unquoted_text_value(line: &str) -> bool {
+    let Some((_, value)) = line.split_once('=') else {
+        return false;
+    };
+    let v = value.split('#').next().unwrap_or_default().trim();
+    !v.is_empty()
+        && !v.starts_with(['"', '\'', '[', '{'])
+        && v != "true"
+        && v != "false"
+        && v.parse::<f64>().is_err()
 }
 
 fn is_token(s: &str) -> bool {

@@ -1,0 +1,177 @@
+//! Scenario parsing: the shipped files, defaults, and one test per error with its line.
+
+use std::time::Duration;
+
+use super::*;
+
+fn parse(text: &str) -> Result<Scenario, ScenarioError> {
+    parse_scenario("t.toml", text, "t")
+}
+
+/// The error's line and message; panics if the text parses.
+fn error(text: &str) -> (Option<usize>, String) {
+    let e = parse(text).expect_err("should not parse");
+    assert!(e.to_string().starts_with("t.toml"), "{e}");
+    (e.line, e.message)
+}
+
+#[test]
+fn shipped_scenarios_parse() {
+    let files = [
+        ("two", include_str!("../../../../lab/two.toml")),
+        ("three", include_str!("../../../../lab/three.toml")),
+        ("lossy", include_str!("../../../../lab/lossy.toml")),
+        ("cut", include_str!("../../../../lab/cut.toml")),
+        ("ci", include_str!("../../../../lab/ci.toml")),
+    ];
+    for (name, text) in files {
+        let s = parse_scenario(name, text, name).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.name, name);
+    }
+    let two = parse_scenario("two", files[0].1, "two").unwrap();
+    assert_eq!(two.links.len(), 2);
+    assert_eq!(two.links[0].rate_bps, 20_000_000);
+    assert_eq!(two.links[1].delay, Duration::from_millis(20));
+    let names: Vec<String> = two.workloads.iter().map(Workload::name).collect();
+    assert_eq!(names, ["bulk-up", "bulk-down", "cbr-4mbit-up"]);
+    let lossy = parse_scenario("lossy", files[2].1, "lossy").unwrap();
+    assert_eq!(lossy.links[0].loss_percent, 1.0);
+    let cut = parse_scenario("cut", files[3].1, "cut").unwrap();
+    assert_eq!(cut.links[0].cut_at, Some(Duration::from_secs(10)));
+    assert_eq!(cut.links[0].restore_at, Some(Duration::from_secs(20)));
+    let ci = parse_scenario("ci", files[4].1, "ci").unwrap();
+    assert_eq!(ci.checks.min_braid_ratio, Some(0.85));
+}
+
+#[test]
+fn minimal_file_gets_defaults() {
+    let s = parse("[[link]]\nrate = \"10mbit\"\n").unwrap();
+    assert_eq!(s.name, "t");
+    assert_eq!(s.repeats, 1);
+    assert_eq!(s.links[0].delay, Duration::ZERO);
+    assert_eq!(s.links[0].queue, Duration::from_millis(100));
+    assert!(!s.links[0].needs_delay_emulation());
+    assert_eq!(s.workloads.len(), 1);
+    assert_eq!(s.workloads[0].name(), "bulk-up");
+    assert_eq!(s.workloads[0].duration, Duration::from_secs(10));
+    assert!(s.contenders.singles && s.contenders.mptcp && s.contenders.aggligator);
+    assert_eq!(s.contenders.braid, ["minrtt"]);
+}
+
+#[test]
+fn contenders_table_lists_only_what_it_names() {
+    let s = parse("[[link]]\nrate = \"1mbit\"\n[contenders]\nmptcp = true\n").unwrap();
+    assert!(s.contenders.singles && s.contenders.mptcp);
+    assert!(!s.contenders.aggligator && s.contenders.braid.is_empty());
+}
+
+#[test]
+fn loss_accepts_number_or_percent_string() {
+    let s = parse("[[link]]\nrate = \"1mbit\"\nloss = 0.5\n[[link]]\nrate = \"1mbit\"\nloss = \"2%\"\n[[link]]\nrate = \"1mbit\"\nloss = 1\n").unwrap();
+    let l: Vec<f64> = s.links.iter().map(|l| l.loss_percent).collect();
+    assert_eq!(l, [0.5, 2.0, 1.0]);
+}
+
+#[test]
+fn syntax_error_names_the_line() {
+    let (line, msg) = error("name = \"x\"\n\n[[link]]\nrate = 20mbit\n");
+    assert_eq!(line, Some(4), "{msg}");
+}
+
+#[test]
+fn unknown_field_names_the_line() {
+    let (line, msg) = error("[[link]]\nrate = \"1mbit\"\ndelya = \"5ms\"\n");
+    assert_eq!(line, Some(3));
+    assert!(msg.contains("delya"), "{msg}");
+}
+
+#[test]
+fn bad_values_name_their_line() {
+    let cases = [
+        ("[[link]]\nrate = \"20mbits\"\n", 2, "unknown unit"),
+        ("[[link]]\nrate = \"20mbps\"\n", 2, "ambiguous"),
+        ("[[link]]\nrate = \"1mbit\"\ndelay = \"5\"\n", 3, "no unit"),
+        ("[[link]]\nrate = \"1mbit\"\ndelay = \"5ms\"\njitter = \"6ms\"\n", 4, "jitter larger"),
+        ("[[link]]\nrate = \"1mbit\"\nloss = \"60%\"\n", 3, "above 50%"),
+        ("[[link]]\nrate = \"1mbit\"\nloss = -1\n", 3, "outside 0..100"),
+        ("[[link]]\nrate = \"1mbit\"\nqueue = \"5s\"\n", 3, "queue"),
+        ("[[link]]\nrate = \"1mbit\"\nrestore_at = \"5s\"\n", 3, "without cut_at"),
+        (
+            "[[link]]\nrate = \"1mbit\"\ncut_at = \"5s\"\nrestore_at = \"4s\"\n[[link]]\nrate = \"1mbit\"\n[[workload]]\nkind = \"cut\"\n",
+            4,
+            "after cut_at",
+        ),
+        ("duration = \"0.5s\"\n[[link]]\nrate = \"1mbit\"\n", 1, "between 1s and 600s"),
+        ("repeats = 0\n[[link]]\nrate = \"1mbit\"\n", 1, "repeats"),
+        ("name = \"a b\"\n[[link]]\nrate = \"1mbit\"\n", 1, "letters"),
+        ("[[link]]\nrate = \"1mbit\"\n[[workload]]\nkind = \"video\"\n", 4, "unknown workload kind"),
+        ("[[link]]\nrate = \"1mbit\"\n[[workload]]\nkind = \"bulk\"\ndirection = \"sideways\"\n", 5, "direction"),
+        ("[[link]]\nrate = \"1mbit\"\n[[workload]]\nkind = \"bulk\"\nrate = \"1mbit\"\n", 5, "takes no rate"),
+        ("[[link]]\nrate = \"1mbit\"\n[[workload]]\nkind = \"cbr\"\n", 3, "needs a rate"),
+        ("[[link]]\nrate = \"1mbit\"\n[[workload]]\nkind = \"cbr\"\nrate = \"1mbit\"\npacket_size = 9000\n", 6, "packet_size"),
+        ("[[link]]\nrate = \"1mbit\"\n[contenders]\nbraid = [\"min rtt\"]\n", 4, "braid scheduler"),
+        ("[[link]]\nrate = \"1mbit\"\n[contenders]\nbraid = [\"a\", \"a\"]\n", 4, "twice"),
+        ("[[link]]\nrate = \"1mbit\"\n[contenders]\nsingles = false\n", 3, "no contenders"),
+        ("[[link]]\nrate = \"1mbit\"\n[checks]\nmin_braid_ratio = 5.0\n", 4, "min_braid_ratio"),
+    ];
+    for (text, want_line, want_msg) in cases {
+        let (line, msg) = error(text);
+        assert_eq!(line, Some(want_line), "{text:?}: {msg}");
+        assert!(msg.contains(want_msg), "{text:?}: {msg}");
+    }
+}
+
+#[test]
+fn link_count_and_presence() {
+    let (line, msg) = error("name = \"x\"\n");
+    assert_eq!(line, None);
+    assert!(msg.contains("no links"), "{msg}");
+    let nine = "[[link]]\nrate = \"1mbit\"\n".repeat(9);
+    let (_, msg) = error(&nine);
+    assert!(msg.contains("at most 8"), "{msg}");
+}
+
+#[test]
+fn cut_schedule_must_match_a_cut_workload() {
+    let (line, msg) =
+        error("[[link]]\nrate = \"1mbit\"\ncut_at = \"2s\"\n[[link]]\nrate = \"1mbit\"\n");
+    assert_eq!(line, Some(1), "{msg}");
+    assert!(msg.contains("no workload has kind = \"cut\""), "{msg}");
+    let (_, msg) = error("[[link]]\nrate = \"1mbit\"\n[[workload]]\nkind = \"cut\"\n");
+    assert!(msg.contains("no link has cut_at"), "{msg}");
+    let (_, msg) = error(
+        "[[link]]\nrate = \"1mbit\"\ncut_at = \"9.5s\"\n[[link]]\nrate = \"1mbit\"\n[[workload]]\nkind = \"cut\"\nduration = \"10s\"\n",
+    );
+    assert!(msg.contains("at least 1s before"), "{msg}");
+    let (_, msg) =
+        error("[[link]]\nrate = \"1mbit\"\ncut_at = \"2s\"\n[[workload]]\nkind = \"cut\"\n");
+    assert!(msg.contains("nothing would survive"), "{msg}");
+}
+
+#[test]
+fn duplicate_workloads_are_rejected() {
+    let (_, msg) = error(
+        "[[link]]\nrate = \"1mbit\"\n[[workload]]\nkind = \"bulk\"\n[[workload]]\nkind = \"bulk\"\ndirection = \"both\"\n",
+    );
+    assert!(msg.contains("bulk-up appears twice"), "{msg}");
+}
+
+#[test]
+fn never_panics_on_odd_input() {
+    for text in [
+        "",
+        "\u{0}",
+        "[[link]]",
+        "link = 5",
+        "[[link]]\nrate = 5\n",
+        "[[link]]\nrate = \"\"\n",
+        "[[link]]\nrate = \"mbit\"\n",
+        "[[link]]\nrate = \"1e400mbit\"\n",
+        "[[link]]\nrate = \"1mbit\"\ndelay = \"NaNms\"\n",
+        "[[link]]\nrate = \"1mbit\"\ndelay = \"infs\"\n",
+        "[[workload]]\nkind = 3\n",
+        "[contenders]\nbraid = \"minrtt\"\n",
+    ] {
+        assert!(parse(text).is_err(), "{text:?} should be rejected");
+    }
+}
