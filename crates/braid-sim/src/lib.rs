@@ -1,1 +1,18 @@
-//! braid simulator: deterministic discrete-event links driving two protocol cores in virtual time
+//! # braid-sim: the deterministic simulator
+//!
+//! A discrete-event network of links — rate, bounded drop-tail queue, propagation delay,
+//! jitter, random and bursty loss, duplication, outages, capacity changes (see [`link`]) —
+//! drives one client and one server [`braid_core::Session`] in virtual time. Every random
+//! choice comes from the run's seed: the same seed gives the same bytes on the wire
+//! ([`SimReport::wire_digest`]), every time.
+
+pub mod harness;
+pub mod link;
+pub mod net;
+pub mod report;
+pub mod units;
+pub mod workload;
+
+pub use harness::{run, SimConfig, SimError};
+pub use link::LinkSpec;
+pub use report::SimReport;

@@ -392,13 +392,13 @@ pub mod encode {
             + len.map_or(0, |l| varint::size(l as u64))
     }
 
-    /// STREAM; when `last` is true the length is omitted and the data runs to the packet end.
-    pub fn stream(out: &mut Vec<u8>, id: u64, offset: u64, fin: bool, data: &[u8], last: bool) {
+    /// A STREAM frame header; the data follows. Without `len` the data runs to the packet end.
+    pub fn stream_header(out: &mut Vec<u8>, id: u64, offset: u64, fin: bool, len: Option<usize>) {
         let mut ty = STREAM;
         if offset > 0 {
             ty |= STREAM_OFF;
         }
-        if !last {
+        if len.is_some() {
             ty |= STREAM_LEN;
         }
         if fin {
@@ -409,9 +409,14 @@ pub mod encode {
         if offset > 0 {
             varint::put(out, offset);
         }
-        if !last {
-            varint::put(out, data.len() as u64);
+        if let Some(len) = len {
+            varint::put(out, len as u64);
         }
+    }
+
+    /// STREAM; when `last` is true the length is omitted and the data runs to the packet end.
+    pub fn stream(out: &mut Vec<u8>, id: u64, offset: u64, fin: bool, data: &[u8], last: bool) {
+        stream_header(out, id, offset, fin, (!last).then_some(data.len()));
         out.extend_from_slice(data);
     }
 

@@ -1,0 +1,280 @@
+//! A delivery-rate congestion controller after BBR v1 (draft-cardwell-iccrg-bbr-congestion-
+//! control-00): model the path as a bottleneck rate (windowed maximum of delivery-rate samples)
+//! and a propagation delay (windowed minimum RTT), pace at the rate and keep about two
+//! bandwidth-delay products in flight.
+//!
+//! It suits bonding because it does not take random loss for congestion (seed 001's wireless
+//! losses, seed 003's lossy links) and keeps bottleneck queues short, which keeps the reorder
+//! buffer small and recovers quickly when a path is cut.
+
+use super::{initial_window, AckEvent, Controller, LossEvent};
+use crate::path::rtt::RttEstimator;
+use crate::time::Timestamp;
+use std::collections::VecDeque;
+use std::time::Duration;
+
+/// BBR's startup gain, 2/ln(2).
+const HIGH_GAIN: f64 = 2.885;
+/// Gains of the ProbeBW cycle.
+const CYCLE: [f64; 8] = [1.25, 0.75, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
+/// Rounds the bottleneck-rate maximum looks back.
+const BW_WINDOW_ROUNDS: u64 = 10;
+/// How long a minimum RTT stays valid before ProbeRTT refreshes it.
+const MIN_RTT_WINDOW: Duration = Duration::from_secs(10);
+/// How long ProbeRTT holds the window at its minimum.
+const PROBE_RTT_TIME: Duration = Duration::from_millis(200);
+/// The smallest window, in packets.
+const MIN_PIPE_PACKETS: u64 = 4;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Startup,
+    Drain,
+    ProbeBw,
+    ProbeRtt,
+}
+
+/// BBR v1-style controller.
+#[derive(Debug, Clone)]
+pub struct Bbr {
+    mss: u64,
+    state: State,
+    window: u64,
+    /// (round, maximum delivery rate in that round), newest last.
+    bw_samples: VecDeque<(u64, f64)>,
+    btl_bw: f64,
+    min_rtt: Option<Duration>,
+    min_rtt_stamp: Timestamp,
+    round_count: u64,
+    next_round_delivered: u64,
+    full_bw: f64,
+    full_bw_count: u32,
+    filled_pipe: bool,
+    pacing_gain: f64,
+    cwnd_gain: f64,
+    cycle_index: usize,
+    cycle_stamp: Timestamp,
+    probe_rtt_done: Option<Timestamp>,
+    probe_rtt_round_done: bool,
+    prior_window: u64,
+    lost_since_cycle: bool,
+}
+
+impl Bbr {
+    /// A controller in startup.
+    pub fn new(mss: u64) -> Self {
+        Bbr {
+            mss,
+            state: State::Startup,
+            window: initial_window(mss),
+            bw_samples: VecDeque::new(),
+            btl_bw: 0.0,
+            min_rtt: None,
+            min_rtt_stamp: Timestamp::ZERO,
+            round_count: 0,
+            next_round_delivered: 0,
+            full_bw: 0.0,
+            full_bw_count: 0,
+            filled_pipe: false,
+            pacing_gain: HIGH_GAIN,
+            cwnd_gain: HIGH_GAIN,
+            cycle_index: 0,
+            cycle_stamp: Timestamp::ZERO,
+            probe_rtt_done: None,
+            probe_rtt_round_done: false,
+            prior_window: 0,
+            lost_since_cycle: false,
+        }
+    }
+
+    fn min_window(&self) -> u64 {
+        MIN_PIPE_PACKETS * self.mss
+    }
+
+    /// gain × bandwidth-delay product, in bytes.
+    fn inflight(&self, gain: f64) -> u64 {
+        match self.min_rtt {
+            Some(rtt) if self.btl_bw > 0.0 => {
+                let bdp = self.btl_bw * rtt.as_secs_f64();
+                (gain * bdp) as u64 + 3 * self.mss
+            }
+            _ => initial_window(self.mss),
+        }
+    }
+
+    fn update_bw(&mut self, ev: &AckEvent) {
+        let rs = &ev.rate;
+        let round_start = rs.prior_delivered >= self.next_round_delivered && rs.delivered > 0;
+        if round_start {
+            self.next_round_delivered = rs.delivered;
+            self.round_count += 1;
+            self.probe_rtt_round_done = self.probe_rtt_done.is_some();
+        }
+        if let Some(rate) = rs.delivery_rate {
+            if rate >= self.btl_bw || !rs.is_app_limited {
+                match self.bw_samples.back_mut() {
+                    Some((r, v)) if *r == self.round_count => *v = v.max(rate),
+                    _ => self.bw_samples.push_back((self.round_count, rate)),
+                }
+            }
+        }
+        while self
+            .bw_samples
+            .front()
+            .is_some_and(|(r, _)| r + BW_WINDOW_ROUNDS < self.round_count)
+        {
+            self.bw_samples.pop_front();
+        }
+        self.btl_bw = self.bw_samples.iter().map(|(_, v)| *v).fold(0.0, f64::max);
+        // Startup ends when three rounds in a row grow the rate by less than 25%.
+        if round_start && !self.filled_pipe && !rs.is_app_limited {
+            if self.btl_bw >= self.full_bw * 1.25 {
+                self.full_bw = self.btl_bw;
+                self.full_bw_count = 0;
+            } else {
+                self.full_bw_count += 1;
+                if self.full_bw_count >= 3 {
+                    self.filled_pipe = true;
+                }
+            }
+        }
+    }
+
+    fn enter_probe_bw(&mut self, now: Timestamp) {
+        self.state = State::ProbeBw;
+        self.cwnd_gain = 2.0;
+        // Start in a cruising phase; the phase count derives from the round so paths differ.
+        self.cycle_index = 2 + (self.round_count as usize % 6);
+        self.pacing_gain = CYCLE[self.cycle_index];
+        self.cycle_stamp = now;
+    }
+
+    fn update_cycle(&mut self, ev: &AckEvent) {
+        let Some(min_rtt) = self.min_rtt else { return };
+        let full = ev.now - self.cycle_stamp > min_rtt;
+        let next = if self.pacing_gain > 1.0 {
+            full && (self.lost_since_cycle || ev.prior_in_flight >= self.inflight(self.pacing_gain))
+        } else if self.pacing_gain < 1.0 {
+            full || ev.prior_in_flight <= self.inflight(1.0)
+        } else {
+            full
+        };
+        if next {
+            self.cycle_index = (self.cycle_index + 1) % CYCLE.len();
+            self.pacing_gain = CYCLE[self.cycle_index];
+            self.cycle_stamp = ev.now;
+            self.lost_since_cycle = false;
+        }
+    }
+
+    fn update_min_rtt(&mut self, now: Timestamp, rtt: &RttEstimator) {
+        let sample = rtt.latest();
+        let expired = now - self.min_rtt_stamp > MIN_RTT_WINDOW;
+        if self.min_rtt.is_none_or(|m| sample <= m) || expired {
+            self.min_rtt = Some(sample);
+            self.min_rtt_stamp = now;
+        }
+        if expired && self.state != State::ProbeRtt && self.filled_pipe {
+            self.state = State::ProbeRtt;
+            self.pacing_gain = 1.0;
+            self.prior_window = self.window;
+            self.probe_rtt_done = None;
+        }
+    }
+
+    fn handle_probe_rtt(&mut self, now: Timestamp, in_flight: u64) {
+        match self.probe_rtt_done {
+            None if in_flight <= self.min_window() => {
+                self.probe_rtt_done = Some(now + PROBE_RTT_TIME);
+                self.probe_rtt_round_done = false;
+                self.next_round_delivered = 0;
+            }
+            Some(done) if self.probe_rtt_round_done && now >= done => {
+                self.min_rtt_stamp = now;
+                self.window = self.window.max(self.prior_window);
+                self.probe_rtt_done = None;
+                if self.filled_pipe {
+                    self.enter_probe_bw(now);
+                } else {
+                    self.state = State::Startup;
+                    self.pacing_gain = HIGH_GAIN;
+                    self.cwnd_gain = HIGH_GAIN;
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Controller for Bbr {
+    fn on_sent(&mut self, _now: Timestamp, _bytes: u64, _in_flight: u64) {}
+
+    fn on_ack(&mut self, ev: &AckEvent, rtt: &RttEstimator) {
+        let in_flight = ev.prior_in_flight.saturating_sub(ev.acked_bytes);
+        self.update_bw(ev);
+        if self.state == State::ProbeBw {
+            self.update_cycle(ev);
+        }
+        if self.state == State::Startup && self.filled_pipe {
+            self.state = State::Drain;
+            self.pacing_gain = 1.0 / HIGH_GAIN;
+            self.cwnd_gain = HIGH_GAIN;
+        }
+        if self.state == State::Drain && in_flight <= self.inflight(1.0) {
+            self.enter_probe_bw(ev.now);
+        }
+        self.update_min_rtt(ev.now, rtt);
+        if self.state == State::ProbeRtt {
+            self.handle_probe_rtt(ev.now, in_flight);
+        }
+        // Window: grow towards cwnd_gain × BDP.
+        let target = self.inflight(self.cwnd_gain);
+        if self.filled_pipe {
+            self.window = (self.window + ev.acked_bytes).min(target);
+        } else if self.window < target || ev.rate.delivered < initial_window(self.mss) {
+            self.window += ev.acked_bytes;
+        }
+        self.window = self.window.max(self.min_window());
+        if self.state == State::ProbeRtt {
+            self.window = self.window.min(self.min_window());
+        }
+    }
+
+    fn on_congestion(&mut self, ev: &LossEvent, _rtt: &RttEstimator) {
+        self.lost_since_cycle = true;
+        if ev.persistent && !ev.random {
+            // The path went quiet for several PTOs: restart from the minimum window; the rate
+            // model is kept and regrows the window within a round trip once acks flow again.
+            self.window = self.min_window();
+        }
+    }
+
+    fn window(&self) -> u64 {
+        self.window
+    }
+
+    fn pacing_rate(&self, rtt: &RttEstimator) -> Option<f64> {
+        if self.btl_bw > 0.0 {
+            Some(self.pacing_gain * self.btl_bw)
+        } else {
+            let srtt = rtt.smoothed().as_secs_f64().max(0.001);
+            Some(HIGH_GAIN * initial_window(self.mss) as f64 / srtt)
+        }
+    }
+
+    fn bandwidth(&self) -> Option<f64> {
+        (self.btl_bw > 0.0).then_some(self.btl_bw)
+    }
+
+    fn in_slow_start(&self) -> bool {
+        self.state == State::Startup
+    }
+
+    fn clone_box(&self) -> Box<dyn Controller> {
+        Box::new(self.clone())
+    }
+
+    fn name(&self) -> &'static str {
+        "bbr"
+    }
+}

@@ -1,0 +1,133 @@
+//! Configuration of sessions, clients and servers. Every value has a default that works for
+//! links from a few hundred kbit/s to several Gbit/s.
+
+use crate::cc::Algorithm;
+use crate::crypto::{PublicKey, StaticSecret};
+use crate::scheduler;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// On which path acknowledgements travel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AckPath {
+    /// On the path whose packets they acknowledge.
+    SamePath,
+    /// On the usable path with the lowest RTT (seed 003's offloading-ACK).
+    #[default]
+    LowestRtt,
+}
+
+/// A traffic class: how the scheduler treats a stream or datagram flow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrafficClass {
+    /// 0 is the most important.
+    pub priority: u8,
+    /// Datagrams of this class that cannot leave within this time are dropped at the sender.
+    pub deadline: Option<Duration>,
+}
+
+impl Default for TrafficClass {
+    fn default() -> Self {
+        TrafficClass {
+            priority: 0,
+            deadline: None,
+        }
+    }
+}
+
+/// Settings shared by both sides of a session.
+#[derive(Debug, Clone)]
+pub struct SessionConfig {
+    /// Largest UDP payload we send (1452 fits IPv6 in a 1500-byte MTU).
+    pub max_datagram_size: usize,
+    /// The session ends when no packet arrived on any path for this long.
+    pub idle_timeout: Duration,
+    /// The client gives up when the server has not answered the handshake for this long.
+    pub handshake_timeout: Duration,
+    /// An idle path is probed this often.
+    pub keepalive_interval: Duration,
+    /// How long we may delay an acknowledgement (RFC 9000 max_ack_delay).
+    pub max_ack_delay: Duration,
+    /// Per-stream receive window, bytes.
+    pub stream_window: u64,
+    /// Session-wide receive window, bytes.
+    pub session_window: u64,
+    /// Per-stream send buffer, bytes.
+    pub send_buffer: u64,
+    /// Streams the peer may have open at once.
+    pub max_streams: u64,
+    /// Congestion controller of every path.
+    pub congestion: Algorithm,
+    /// Packet scheduler.
+    pub scheduler: scheduler::Kind,
+    /// Where acknowledgements travel.
+    pub ack_path: AckPath,
+    /// Keep a silent path's congestion state and restore it when it answers (seed 003).
+    pub blackout_freeze: bool,
+    /// Do not cut the window for losses classed as random (seeds 001, 003).
+    pub loss_discrimination: bool,
+    /// Most paths per session.
+    pub max_paths: usize,
+    /// Datagrams queued per direction.
+    pub datagram_queue: usize,
+    /// Traffic classes by id; an unknown class behaves as priority 0, no deadline.
+    pub classes: BTreeMap<u8, TrafficClass>,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        SessionConfig {
+            max_datagram_size: 1452,
+            idle_timeout: Duration::from_secs(30),
+            handshake_timeout: Duration::from_secs(10),
+            keepalive_interval: Duration::from_secs(1),
+            max_ack_delay: Duration::from_millis(25),
+            stream_window: 16 << 20,
+            session_window: 32 << 20,
+            send_buffer: 8 << 20,
+            max_streams: 1024,
+            congestion: Algorithm::default(),
+            scheduler: scheduler::Kind::default(),
+            ack_path: AckPath::default(),
+            blackout_freeze: true,
+            loss_discrimination: false,
+            max_paths: 16,
+            datagram_queue: 1024,
+            classes: BTreeMap::new(),
+        }
+    }
+}
+
+impl SessionConfig {
+    /// The class settings of `class`.
+    pub fn class(&self, class: u8) -> TrafficClass {
+        self.classes.get(&class).cloned().unwrap_or_default()
+    }
+
+    /// The priority of `class`.
+    pub fn priority(&self, class: u8) -> u8 {
+        self.classes.get(&class).map_or(0, |c| c.priority)
+    }
+}
+
+/// A client: its key, the server's key, session settings.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// Our static key.
+    pub secret: StaticSecret,
+    /// The server's static public key.
+    pub server_key: PublicKey,
+    /// Session settings.
+    pub session: SessionConfig,
+}
+
+/// A server: its key, the clients it admits, session settings.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Our static key.
+    pub secret: StaticSecret,
+    /// Public keys of the clients we admit.
+    pub clients: Vec<PublicKey>,
+    /// Session settings.
+    pub session: SessionConfig,
+}

@@ -1,0 +1,270 @@
+//! A path: one 4-tuple of a session, with its own packet numbers, acknowledgements, loss
+//! detection, RTT estimate, congestion controller and pacer (seed 004: per-path congestion
+//! control, so a loss on one link never slows another).
+
+pub mod loss;
+pub mod received;
+pub mod rtt;
+pub mod sent;
+
+use crate::cc::delivery::DeliveryRate;
+use crate::cc::pacer::Pacer;
+use crate::cc::{Algorithm, Controller};
+use crate::monitor::Monitor;
+use crate::time::Timestamp;
+use crate::wire::PathStatusKind;
+use received::Received;
+use rtt::RttEstimator;
+use sent::{SentPacket, SentPackets};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// Identifies a path within its session (chosen by the client, 0 is the handshake path).
+pub type PathId = u8;
+
+/// Where a path is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathState {
+    /// Challenge sent, no valid response yet: carries no data.
+    Validating,
+    /// Validated and answering.
+    Active,
+    /// Silent for longer than max(200 ms, 3 × smoothed RTT): its in-flight data was moved to
+    /// the other paths and it is probed until it answers.
+    Suspect,
+    /// Abandoned or failed validation; kept only until the session forgets it.
+    Closed,
+}
+
+/// Counters of one path, published by the status API.
+#[derive(Debug, Clone, Default)]
+pub struct PathStats {
+    /// UDP payload bytes sent.
+    pub bytes_sent: u64,
+    /// UDP payload bytes received (authenticated packets only).
+    pub bytes_received: u64,
+    /// Packets sent.
+    pub packets_sent: u64,
+    /// Packets received (authenticated).
+    pub packets_received: u64,
+    /// Packets declared lost.
+    pub packets_lost: u64,
+    /// Stream bytes sent on this path that had been sent before (on any path).
+    pub retransmitted_bytes: u64,
+    /// New stream bytes that arrived on this path (the path's share of the goodput).
+    pub stream_bytes_received: u64,
+    /// Times the path went suspect.
+    pub blackouts: u64,
+}
+
+/// An outstanding path validation.
+#[derive(Debug, Clone, Copy)]
+pub struct Challenge {
+    /// The token we expect back.
+    pub token: [u8; 8],
+    /// The address being validated (differs from the path's address during a migration).
+    pub remote: SocketAddr,
+    /// When it was last sent.
+    pub sent: Option<Timestamp>,
+    /// How many times it was sent.
+    pub tries: u32,
+}
+
+/// One path of a session.
+#[derive(Debug)]
+pub struct Path {
+    /// Path id.
+    pub id: PathId,
+    /// Local address the path's packets leave from (None: the driver's default).
+    pub local: Option<SocketAddr>,
+    /// The peer's address.
+    pub remote: SocketAddr,
+    /// Life-cycle state.
+    pub state: PathState,
+    /// How we want the path used (set locally, announced with PATH_STATUS).
+    pub local_status: PathStatusKind,
+    /// How the peer wants the path used.
+    pub remote_status: PathStatusKind,
+    /// Sequence number of our last PATH_STATUS.
+    pub status_seq: u64,
+    /// Highest PATH_STATUS sequence number received.
+    pub remote_status_seq: Option<u64>,
+    /// Next packet number.
+    pub next_pn: u64,
+    /// Outstanding packets.
+    pub sent: SentPackets,
+    /// Bytes in flight (in-flight packets not acked, lost or requeued).
+    pub in_flight: u64,
+    /// RTT estimate.
+    pub rtt: RttEstimator,
+    /// Congestion controller.
+    pub cc: Box<dyn Controller>,
+    /// Saved controller state while suspect (blackout freeze).
+    pub frozen_cc: Option<Box<dyn Controller>>,
+    /// Pacer.
+    pub pacer: Pacer,
+    /// Delivery-rate counters.
+    pub delivery: DeliveryRate,
+    /// Receive state.
+    pub received: Received,
+    /// Largest packet number acknowledged by the peer.
+    pub largest_acked: Option<u64>,
+    /// Time-threshold loss timer (RFC 9002 `loss_time`).
+    pub loss_time: Option<Timestamp>,
+    /// Consecutive probe timeouts.
+    pub pto_count: u32,
+    /// Probe packets owed after a PTO.
+    pub probes_due: u32,
+    /// Last time an ack-eliciting packet left.
+    pub last_eliciting_sent: Option<Timestamp>,
+    /// Last time any packet left.
+    pub last_sent: Option<Timestamp>,
+    /// Last time an ACK acknowledged something on this path.
+    pub last_ack: Option<Timestamp>,
+    /// Last time a packet arrived on this path.
+    pub last_received: Option<Timestamp>,
+    /// Our outstanding validation, if any.
+    pub challenge: Option<Challenge>,
+    /// Tokens of PATH_CHALLENGEs to answer, with the address they came from.
+    pub responses: Vec<([u8; 8], SocketAddr)>,
+    /// Maximum UDP payload on this path.
+    pub mtu: usize,
+    /// Counters.
+    pub stats: PathStats,
+    /// Measurements for schedulers and status.
+    pub monitor: Monitor,
+    /// When the path was created.
+    pub created: Timestamp,
+}
+
+impl Path {
+    /// A new path in `state`.
+    pub fn new(
+        id: PathId,
+        local: Option<SocketAddr>,
+        remote: SocketAddr,
+        state: PathState,
+        algorithm: Algorithm,
+        mtu: usize,
+        now: Timestamp,
+    ) -> Self {
+        Path {
+            id,
+            local,
+            remote,
+            state,
+            local_status: PathStatusKind::Active,
+            remote_status: PathStatusKind::Active,
+            status_seq: 0,
+            remote_status_seq: None,
+            next_pn: 0,
+            sent: SentPackets::default(),
+            in_flight: 0,
+            rtt: RttEstimator::default(),
+            cc: algorithm.build(mtu as u64),
+            frozen_cc: None,
+            pacer: Pacer::new(mtu as u64),
+            delivery: DeliveryRate::default(),
+            received: Received::default(),
+            largest_acked: None,
+            loss_time: None,
+            pto_count: 0,
+            probes_due: 0,
+            last_eliciting_sent: None,
+            last_sent: None,
+            last_ack: None,
+            last_received: None,
+            challenge: None,
+            responses: Vec::new(),
+            mtu,
+            stats: PathStats::default(),
+            monitor: Monitor::default(),
+            created: now,
+        }
+    }
+
+    /// True when the path may carry data (validated, answering, not abandoned).
+    pub fn is_usable(&self) -> bool {
+        self.state == PathState::Active
+    }
+
+    /// The effective usage status: the stricter of ours and the peer's.
+    pub fn status(&self) -> PathStatusKind {
+        use PathStatusKind::*;
+        match (self.local_status, self.remote_status) {
+            (Standby, _) | (_, Standby) => Standby,
+            (Backup, _) | (_, Backup) => Backup,
+            _ => Active,
+        }
+    }
+
+    /// Room left in the congestion window, in bytes.
+    pub fn window_room(&self) -> u64 {
+        self.cc.window().saturating_sub(self.in_flight)
+    }
+
+    /// Updates the pacer's rate from the controller (call after acks and losses).
+    pub fn update_pacing(&mut self, now: Timestamp) {
+        let rate = self.cc.pacing_rate(&self.rtt).unwrap_or_else(|| {
+            // RFC 9002 §7.7: "rate = N * congestion_window / smoothed_rtt" with N = 1.25
+            // (2 in slow start, so that pacing does not slow the doubling).
+            let n = if self.cc.in_slow_start() { 2.0 } else { 1.25 };
+            let srtt = self.rtt.smoothed().as_secs_f64().max(1e-4);
+            n * self.cc.window() as f64 / srtt
+        });
+        self.pacer.set_rate(now, rate, self.mtu as u64);
+    }
+
+    /// When a packet of `bytes` may leave on this path: None while the window is full.
+    pub fn ready_at(&mut self, now: Timestamp, bytes: u64) -> Option<Timestamp> {
+        if self.in_flight + bytes > self.cc.window() && self.in_flight > 0 {
+            return None;
+        }
+        Some(self.pacer.release_time(now, bytes))
+    }
+
+    /// Allocates the next packet number.
+    pub fn take_pn(&mut self) -> u64 {
+        let pn = self.next_pn;
+        self.next_pn += 1;
+        pn
+    }
+
+    /// Records a packet that just left.
+    pub fn on_packet_sent(&mut self, mut p: SentPacket) {
+        let now = p.sent_time;
+        self.stats.bytes_sent += u64::from(p.size);
+        self.stats.packets_sent += 1;
+        self.last_sent = Some(now);
+        if p.in_flight {
+            p.rate = self.delivery.on_sent(now, self.in_flight);
+            self.in_flight += u64::from(p.size);
+            self.cc.on_sent(now, u64::from(p.size), self.in_flight);
+            self.pacer.on_sent(now, u64::from(p.size));
+        }
+        if p.ack_eliciting {
+            self.last_eliciting_sent = Some(now);
+        }
+        self.sent.insert(p);
+    }
+
+    /// The time without acknowledgements after which the path is suspected:
+    /// max(200 ms, 3 × smoothed RTT) (seed 003's fast blackout detection).
+    pub fn silence_threshold(&self) -> Duration {
+        (3 * self.rtt.smoothed()).max(Duration::from_millis(200))
+    }
+
+    /// When the path will count as silent, if it has ack-eliciting data outstanding.
+    pub fn silence_deadline(&self) -> Option<Timestamp> {
+        if self.state != PathState::Active {
+            return None;
+        }
+        let oldest = self
+            .sent
+            .iter()
+            .find(|p| p.ack_eliciting && !p.requeued)?
+            .sent_time;
+        let since = self.last_ack.map_or(oldest, |a| a.max(oldest));
+        Some(since + self.silence_threshold())
+    }
+}

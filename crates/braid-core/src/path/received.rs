@@ -1,0 +1,137 @@
+//! What a path has received: packet numbers to acknowledge, when an ACK is due, and the
+//! anti-replay window.
+
+use crate::crypto::replay::{ReplayError, ReplayWindow};
+use crate::ranges::RangeSet;
+use crate::time::Timestamp;
+use std::time::Duration;
+
+/// ACK ranges kept per path; older ranges are dropped (their packets were long since acked).
+const MAX_RANGES: usize = 32;
+/// RFC 9000 §13.2.2: "an ACK frame SHOULD be sent after receiving at least two ack-eliciting
+/// packets".
+const ACK_ELICITING_THRESHOLD: u32 = 2;
+
+/// Receive state of one path.
+#[derive(Debug, Default)]
+pub struct Received {
+    ranges: RangeSet,
+    largest_time: Option<Timestamp>,
+    eliciting_since_ack: u32,
+    /// There are packet numbers not yet reported in an ACK.
+    pending: bool,
+    /// Send an ACK right away (reordering, or an ack-eliciting threshold was reached).
+    immediate: bool,
+    /// When the delayed ACK must leave.
+    deadline: Option<Timestamp>,
+    replay: ReplayWindow,
+}
+
+impl Received {
+    /// The largest packet number authenticated so far.
+    pub fn largest(&self) -> Option<u64> {
+        self.replay.highest()
+    }
+
+    /// Anti-replay check before decryption.
+    pub fn check(&self, pn: u64) -> Result<(), ReplayError> {
+        self.replay.check(pn)
+    }
+
+    /// Records an authenticated packet.
+    pub fn on_packet(
+        &mut self,
+        now: Timestamp,
+        pn: u64,
+        ack_eliciting: bool,
+        max_ack_delay: Duration,
+    ) {
+        let in_order = self.replay.highest().is_none_or(|h| pn == h + 1);
+        self.replay.commit(pn);
+        self.ranges.insert_one(pn);
+        self.ranges.keep_highest(MAX_RANGES);
+        if self.ranges.max() == Some(pn) {
+            self.largest_time = Some(now);
+        }
+        self.pending = true;
+        if ack_eliciting {
+            self.eliciting_since_ack += 1;
+            // RFC 9000 §13.2.1: acknowledge out-of-order packets immediately.
+            if !in_order || self.eliciting_since_ack >= ACK_ELICITING_THRESHOLD {
+                self.immediate = true;
+            }
+            self.deadline.get_or_insert(now + max_ack_delay);
+        }
+    }
+
+    /// True when an ACK should be sent now.
+    pub fn ack_due(&self, now: Timestamp) -> bool {
+        self.pending && (self.immediate || self.deadline.is_some_and(|d| d <= now))
+    }
+
+    /// True when there is something an ACK could report.
+    pub fn has_pending(&self) -> bool {
+        self.pending
+    }
+
+    /// True when ack-eliciting packets arrived since the last ACK (worth piggybacking).
+    pub fn has_pending_eliciting(&self) -> bool {
+        self.pending && self.eliciting_since_ack > 0
+    }
+
+    /// When a delayed ACK must leave, if one is waiting.
+    pub fn ack_deadline(&self) -> Option<Timestamp> {
+        if self.pending {
+            self.deadline
+        } else {
+            None
+        }
+    }
+
+    /// Ranges to report (descending) and the ACK delay, marking them reported.
+    pub fn take_ack(&mut self, now: Timestamp) -> Option<(Vec<std::ops::Range<u64>>, u64)> {
+        if self.ranges.is_empty() {
+            return None;
+        }
+        self.pending = false;
+        self.immediate = false;
+        self.deadline = None;
+        self.eliciting_since_ack = 0;
+        let delay = self
+            .largest_time
+            .map_or(0, |t| (now - t).as_micros() as u64);
+        Some((self.ranges.iter().rev().collect(), delay))
+    }
+
+    /// An ACK we sent that covered up to `largest` was itself acknowledged: older ranges need
+    /// not be repeated (RFC 9000 §13.2.4).
+    pub fn on_ack_acked(&mut self, largest: u64) {
+        self.ranges.remove_below(largest.saturating_sub(1));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delayed_and_immediate_acks() {
+        let mad = Duration::from_millis(25);
+        let t = |ms: u64| Timestamp::from_nanos(ms * 1_000_000);
+        let mut r = Received::default();
+        r.on_packet(t(0), 0, true, mad);
+        assert!(!r.ack_due(t(10)));
+        assert!(r.ack_due(t(25)));
+        r.on_packet(t(1), 1, true, mad);
+        assert!(r.ack_due(t(1)));
+        let (ranges, _) = r.take_ack(t(2)).unwrap();
+        assert_eq!(ranges, vec![0..2]);
+        assert!(!r.ack_due(t(100)));
+        r.on_packet(t(3), 5, true, mad); // gap: immediate
+        assert!(r.ack_due(t(3)));
+        assert_eq!(r.take_ack(t(3)).unwrap().0, vec![5..6, 0..2]);
+        r.on_ack_acked(5);
+        assert_eq!(r.take_ack(t(4)).unwrap().0, vec![5..6]);
+        assert!(r.check(5).is_err());
+    }
+}

@@ -1,0 +1,654 @@
+//! A session: the encrypted multipath connection between one client and the server.
+//!
+//! The session is a pure state machine. See the crate documentation for the calling contract.
+//! Its code is split by concern: `recv` (datagrams in), `send` (datagrams out), `frames`
+//! (what received frames do), `paths` (joining, validation, blackout), `timers`.
+
+mod frames;
+pub mod paths;
+mod recv;
+mod send;
+mod timers;
+
+use crate::config::{ClientConfig, SessionConfig};
+use crate::crypto::handshake::{Initiator, SessionKeys};
+use crate::crypto::PublicKey;
+use crate::datagram::{Datagram, DatagramError, DatagramStats, Datagrams};
+use crate::path::sent::SentPacket;
+use crate::path::{Path, PathId, PathState, PathStats};
+use crate::scheduler::{self, Scheduler};
+use crate::stream::{StreamError, StreamEvent, StreamId, StreamLimits, Streams};
+use crate::time::Timestamp;
+use crate::wire::PathStatusKind;
+use bytes::Bytes;
+use rand_chacha::ChaCha20Rng;
+use rand_core::{RngCore, SeedableRng};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use recv::DropReason;
+
+/// Which end of the session we are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Side {
+    /// Opens the session and its paths.
+    Client,
+    /// Admits clients and answers.
+    Server,
+}
+
+/// Why a session ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CloseReason {
+    /// No packet arrived on any path for the idle timeout.
+    IdleTimeout,
+    /// The server never answered the handshake.
+    HandshakeTimeout,
+    /// The server does not admit our key.
+    Refused,
+    /// The peer closed the session.
+    PeerClosed {
+        /// Application code.
+        code: u64,
+        /// Reason text.
+        reason: String,
+    },
+    /// We closed the session.
+    LocalClosed {
+        /// Application code.
+        code: u64,
+    },
+    /// The peer broke the protocol (after authenticating, so it is a bug or an attack).
+    ProtocolViolation(String),
+}
+
+impl fmt::Display for CloseReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CloseReason::IdleTimeout => f.write_str("no path answered within the idle timeout"),
+            CloseReason::HandshakeTimeout => f.write_str(
+                "the server did not answer the handshake: it is down, unreachable, or holds a \
+                 different key than the one configured as server key",
+            ),
+            CloseReason::Refused => {
+                f.write_str("the server refused our key (not in its client list)")
+            }
+            CloseReason::PeerClosed { code, reason } => {
+                write!(f, "closed by peer (code {code}: {reason})")
+            }
+            CloseReason::LocalClosed { code } => write!(f, "closed locally (code {code})"),
+            CloseReason::ProtocolViolation(what) => write!(f, "protocol violation by peer: {what}"),
+        }
+    }
+}
+
+/// What happened to a path, for the application.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathEvent {
+    /// Validated: it carries data now.
+    Validated,
+    /// Silent: its data moved to other paths; it is being probed.
+    Suspect,
+    /// Answering again after being suspect.
+    Recovered,
+    /// Validation failed; the path was dropped.
+    Failed,
+    /// Abandoned by us or the peer.
+    Closed,
+}
+
+/// Something the application should know.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// The handshake finished; streams and datagrams may be used.
+    Connected,
+    /// A stream event.
+    Stream(StreamEvent),
+    /// A datagram arrived (read it with [`Session::recv_datagram`]).
+    DatagramReceived,
+    /// A path changed.
+    Path(PathId, PathEvent),
+    /// The session ended; no further events follow.
+    Closed(CloseReason),
+}
+
+/// A datagram to put on the wire. Its bytes are in the buffer passed to `poll_transmit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transmit {
+    /// The path it belongs to.
+    pub path: PathId,
+    /// Where to send it.
+    pub destination: SocketAddr,
+    /// The local address to send from (None: any).
+    pub source: Option<SocketAddr>,
+    /// Its size.
+    pub size: usize,
+}
+
+#[derive(Debug)]
+enum State {
+    /// Client, waiting for the server's answer.
+    Handshaking {
+        initiator: Box<Initiator>,
+        started: Timestamp,
+        next_send: Timestamp,
+        tries: u32,
+    },
+    /// Keys agreed.
+    Established,
+    /// We close: CLOSE frames are sent on every path, then the session is drained.
+    Closing { until: Timestamp },
+    /// Finished.
+    Closed,
+}
+
+/// Session-wide counters.
+#[derive(Debug, Clone, Default)]
+pub struct SessionStats {
+    /// Received datagrams dropped, by reason.
+    pub dropped: BTreeMap<DropReason, u64>,
+    /// Packets sent, all paths.
+    pub packets_sent: u64,
+    /// Packets received and authenticated, all paths.
+    pub packets_received: u64,
+}
+
+/// Control frames the session owes the peer that do not belong to a stream.
+#[derive(Debug, Default)]
+struct PathControl {
+    status: BTreeSet<PathId>,
+    abandon: BTreeMap<PathId, u64>,
+}
+
+/// One encrypted multipath session.
+pub struct Session {
+    side: Side,
+    config: Arc<SessionConfig>,
+    state: State,
+    local_id: u32,
+    remote_id: u32,
+    keys: Option<SessionKeys>,
+    peer_key: Option<PublicKey>,
+    paths: Vec<Path>,
+    streams: Streams,
+    datagrams: Datagrams,
+    scheduler: Box<dyn Scheduler>,
+    rng: ChaCha20Rng,
+    events: VecDeque<Event>,
+    path_control: PathControl,
+    /// CLOSE to send: (code, reason, paths already sent on).
+    close_frame: Option<(u64, String, BTreeSet<PathId>)>,
+    closed_reason: Option<CloseReason>,
+    last_activity: Timestamp,
+    /// Server: the HANDSHAKE_INIT that created us and our answer, resent on a retransmission.
+    handshake_init: Option<Vec<u8>>,
+    handshake_resp: Option<Vec<u8>>,
+    handshake_resp_due: bool,
+    next_path_id: u16,
+    stats: SessionStats,
+    /// When the scheduler said data may leave next.
+    next_send: Option<Timestamp>,
+    /// Scratch space for ACK processing.
+    acked_scratch: Vec<SentPacket>,
+    lost_scratch: Vec<SentPacket>,
+    /// Redundant copies waiting to leave: (path, frames payload, sent-frame records).
+    redundant: VecDeque<(PathId, Vec<u8>, send::FrameRecords)>,
+}
+
+impl fmt::Debug for Session {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Session")
+            .field("side", &self.side)
+            .field("local_id", &self.local_id)
+            .field("paths", &self.paths.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    fn new(
+        side: Side,
+        config: Arc<SessionConfig>,
+        seed: u64,
+        now: Timestamp,
+        state: State,
+    ) -> Self {
+        let limits = StreamLimits {
+            stream_window: config.stream_window,
+            session_window: config.session_window,
+            send_buffer: config.send_buffer,
+            max_streams: config.max_streams,
+        };
+        Session {
+            side,
+            state,
+            local_id: 0,
+            remote_id: 0,
+            keys: None,
+            peer_key: None,
+            paths: Vec::new(),
+            streams: Streams::new(side, limits),
+            datagrams: Datagrams::new(config.datagram_queue),
+            scheduler: config.scheduler.build(),
+            rng: ChaCha20Rng::seed_from_u64(seed),
+            events: VecDeque::new(),
+            path_control: PathControl::default(),
+            close_frame: None,
+            closed_reason: None,
+            last_activity: now,
+            handshake_init: None,
+            handshake_resp: None,
+            handshake_resp_due: false,
+            next_path_id: 1,
+            stats: SessionStats::default(),
+            next_send: None,
+            acked_scratch: Vec::new(),
+            lost_scratch: Vec::new(),
+            redundant: VecDeque::new(),
+            config,
+        }
+    }
+
+    /// Starts a client session: the handshake leaves on path 0 from `local` to `server`.
+    ///
+    /// `seed` feeds every random choice of the session (ids, ephemeral keys, challenges);
+    /// `timestamp` must grow with every handshake this client key makes (the daemon passes
+    /// wall-clock nanoseconds) so the server can refuse replayed handshakes.
+    pub fn connect(
+        config: &ClientConfig,
+        now: Timestamp,
+        local: Option<SocketAddr>,
+        server: SocketAddr,
+        seed: u64,
+        timestamp: u64,
+    ) -> Session {
+        let mut rng = ChaCha20Rng::seed_from_u64(seed);
+        let local_id = rng.next_u32();
+        let initiator = Initiator::new(
+            &config.secret,
+            &config.server_key,
+            local_id,
+            timestamp,
+            rng.next_u64(),
+        );
+        let state = State::Handshaking {
+            initiator: Box::new(initiator),
+            started: now,
+            next_send: now,
+            tries: 0,
+        };
+        let mut s = Session::new(
+            Side::Client,
+            Arc::new(config.session.clone()),
+            rng.next_u64(),
+            now,
+            state,
+        );
+        s.local_id = local_id;
+        s.peer_key = Some(config.server_key);
+        let path = Path::new(
+            0,
+            local,
+            server,
+            PathState::Validating,
+            s.config.congestion,
+            s.mtu(),
+            now,
+        );
+        s.paths.push(path);
+        s
+    }
+
+    /// A server session, created by [`crate::endpoint::Endpoint`] from an admitted handshake.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn accept(
+        config: Arc<SessionConfig>,
+        now: Timestamp,
+        local: Option<SocketAddr>,
+        client: SocketAddr,
+        seed: u64,
+        ids: (u32, u32),
+        keys: SessionKeys,
+        peer_key: PublicKey,
+        init: Vec<u8>,
+        resp: Vec<u8>,
+    ) -> Session {
+        let mut s = Session::new(Side::Server, config, seed, now, State::Established);
+        (s.local_id, s.remote_id) = ids;
+        s.keys = Some(keys);
+        s.peer_key = Some(peer_key);
+        s.handshake_init = Some(init);
+        s.handshake_resp = Some(resp);
+        s.handshake_resp_due = true;
+        let mut path = Path::new(
+            0,
+            local,
+            client,
+            PathState::Active,
+            s.config.congestion,
+            s.mtu(),
+            now,
+        );
+        path.last_received = Some(now);
+        s.paths.push(path);
+        s.apply_path_config();
+        s.events.push_back(Event::Connected);
+        s
+    }
+
+    fn apply_path_config(&mut self) {
+        for p in &mut self.paths {
+            p.monitor.discriminate_loss = self.config.loss_discrimination;
+        }
+    }
+
+    pub(crate) fn mtu(&self) -> usize {
+        self.config.max_datagram_size
+    }
+
+    /// Which side we are.
+    pub fn side(&self) -> Side {
+        self.side
+    }
+
+    /// Our session id (the id the peer puts in packets to us).
+    pub fn id(&self) -> u32 {
+        self.local_id
+    }
+
+    /// The peer's static public key.
+    pub fn peer_key(&self) -> Option<PublicKey> {
+        self.peer_key
+    }
+
+    /// The settings in force.
+    pub fn config(&self) -> &SessionConfig {
+        &self.config
+    }
+
+    /// True once the handshake finished and until the session closes.
+    pub fn is_established(&self) -> bool {
+        matches!(self.state, State::Established)
+    }
+
+    /// True once the session has ended for good.
+    pub fn is_closed(&self) -> bool {
+        matches!(self.state, State::Closed)
+    }
+
+    /// Why the session ended, once it has.
+    pub fn close_reason(&self) -> Option<&CloseReason> {
+        self.closed_reason.as_ref()
+    }
+
+    /// The next event for the application.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        if let Some(e) = self.events.pop_front() {
+            return Some(e);
+        }
+        self.streams.poll_event().map(Event::Stream)
+    }
+
+    // ---- streams -------------------------------------------------------------------------
+
+    /// Opens a stream of traffic class `class`.
+    pub fn open_stream(&mut self, class: u8) -> Result<StreamId, StreamError> {
+        if !self.is_established() {
+            return Err(StreamError::Blocked);
+        }
+        self.streams.open(class)
+    }
+
+    /// Writes to a stream; returns how much was taken (`Blocked` when nothing).
+    pub fn write(&mut self, id: StreamId, data: &[u8]) -> Result<usize, StreamError> {
+        self.streams.write(id, data)
+    }
+
+    /// Writes a `Bytes` whole without copying, or `Blocked`.
+    pub fn write_bytes(&mut self, id: StreamId, data: Bytes) -> Result<(), StreamError> {
+        self.streams.write_bytes(id, data)
+    }
+
+    /// Room in a stream's send buffer.
+    pub fn write_room(&self, id: StreamId) -> Result<u64, StreamError> {
+        self.streams.write_room(id)
+    }
+
+    /// Ends what we send on a stream.
+    pub fn finish(&mut self, id: StreamId) -> Result<(), StreamError> {
+        self.streams.finish(id)
+    }
+
+    /// Abandons what we send on a stream.
+    pub fn reset_stream(&mut self, id: StreamId, code: u64) -> Result<(), StreamError> {
+        self.streams.reset(id, code)
+    }
+
+    /// Stops reading a stream and asks the peer to stop sending.
+    pub fn stop_stream(&mut self, id: StreamId, code: u64) -> Result<(), StreamError> {
+        self.streams.stop(id, code)
+    }
+
+    /// Reads into `buf`; `Ok(None)` at the end of the stream, `Blocked` when nothing is there.
+    pub fn read(&mut self, id: StreamId, buf: &mut [u8]) -> Result<Option<usize>, StreamError> {
+        self.streams.read(id, buf)
+    }
+
+    /// Reads up to `max` bytes without copying; `Ok(None)` at the end of the stream.
+    pub fn read_chunk(&mut self, id: StreamId, max: usize) -> Result<Option<Bytes>, StreamError> {
+        self.streams.read_chunk(id, max)
+    }
+
+    /// The traffic class of a stream.
+    pub fn stream_class(&self, id: StreamId) -> Option<u8> {
+        self.streams.class(id)
+    }
+
+    /// Open streams.
+    pub fn stream_count(&self) -> usize {
+        self.streams.count()
+    }
+
+    /// Largest reorder-buffer occupancy seen, in packets held behind a gap.
+    pub fn reorder_max(&self) -> usize {
+        self.streams.reorder_max
+    }
+
+    /// Current reorder-buffer occupancy, in packets.
+    pub fn reorder_now(&self) -> usize {
+        self.streams.reorder_now()
+    }
+
+    /// Session-level flow control: (new bytes sent, peer's limit, bytes received, our limit).
+    pub fn flow_control(&self) -> (u64, u64, u64, u64) {
+        self.streams.flow()
+    }
+
+    /// Stream bytes sent more than once.
+    pub fn retransmitted_bytes(&self) -> u64 {
+        self.streams.retransmitted_bytes
+    }
+
+    // ---- datagrams -----------------------------------------------------------------------
+
+    /// Largest datagram payload that fits a packet.
+    pub fn max_datagram_payload(&self) -> usize {
+        // DATA overhead, DATAGRAM frame header with a 2-byte length and an 8-byte deadline.
+        self.mtu() - crate::wire::DATA_OVERHEAD - 2 - 8 - 8 - 2
+    }
+
+    /// Queues a datagram of class `class`. Its class deadline (if any) starts now.
+    pub fn send_datagram(
+        &mut self,
+        now: Timestamp,
+        class: u8,
+        data: Bytes,
+    ) -> Result<(), DatagramError> {
+        if !self.is_established() {
+            return Err(DatagramError::NotConnected);
+        }
+        let max = self.max_datagram_payload();
+        if data.len() > max {
+            return Err(DatagramError::TooLarge(data.len(), max));
+        }
+        let deadline = self.config.class(class).deadline.map(|d| now + d);
+        let cfg = self.config.clone();
+        self.datagrams
+            .push(class, data, deadline, |c| cfg.priority(c));
+        Ok(())
+    }
+
+    /// The next received datagram.
+    pub fn recv_datagram(&mut self) -> Option<Datagram> {
+        self.datagrams.recv()
+    }
+
+    /// Datagram counters by class.
+    pub fn datagram_stats(&self) -> &BTreeMap<u8, DatagramStats> {
+        &self.datagrams.stats
+    }
+
+    // ---- scheduling ----------------------------------------------------------------------
+
+    /// Replaces the scheduler; streams are not disturbed.
+    pub fn set_scheduler(&mut self, kind: scheduler::Kind) {
+        self.scheduler = kind.build();
+    }
+
+    /// Replaces the scheduler with a custom one.
+    pub fn set_scheduler_boxed(&mut self, scheduler: Box<dyn Scheduler>) {
+        self.scheduler = scheduler;
+    }
+
+    /// The scheduler's name.
+    pub fn scheduler_name(&self) -> &'static str {
+        self.scheduler.name()
+    }
+
+    // ---- paths ---------------------------------------------------------------------------
+
+    /// Ids of the session's paths.
+    pub fn path_ids(&self) -> Vec<PathId> {
+        self.paths.iter().map(|p| p.id).collect()
+    }
+
+    /// A snapshot of one path for status output.
+    pub fn path_info(&self, id: PathId) -> Option<PathInfo> {
+        let p = self.path(id)?;
+        Some(PathInfo {
+            id,
+            local: p.local,
+            remote: p.remote,
+            state: p.state,
+            status: p.status(),
+            srtt: p.rtt.smoothed(),
+            min_rtt: p.rtt.min(),
+            rttvar: p.rtt.var(),
+            cwnd: p.cc.window(),
+            in_flight: p.in_flight,
+            pacing_rate: p.pacer.rate(),
+            delivery_rate: p.monitor.delivery_rate,
+            loss_rate: p.monitor.loss_rate,
+            jitter: p.monitor.jitter,
+            congestion: p.cc.name(),
+            stats: p.stats.clone(),
+        })
+    }
+
+    /// Session-wide counters.
+    pub fn stats(&self) -> &SessionStats {
+        &self.stats
+    }
+
+    pub(crate) fn path(&self, id: PathId) -> Option<&Path> {
+        self.paths.iter().find(|p| p.id == id)
+    }
+
+    pub(crate) fn path_mut(&mut self, id: PathId) -> Option<&mut Path> {
+        self.paths.iter_mut().find(|p| p.id == id)
+    }
+
+    // ---- closing -------------------------------------------------------------------------
+
+    /// Closes the session: CLOSE is sent on every path, then the session ends.
+    pub fn close(&mut self, now: Timestamp, code: u64, reason: &str) {
+        match self.state {
+            State::Closing { .. } | State::Closed => {}
+            State::Handshaking { .. } => self.end(CloseReason::LocalClosed { code }),
+            State::Established => {
+                self.close_frame = Some((code, reason.to_owned(), BTreeSet::new()));
+                let pto = self
+                    .paths
+                    .iter()
+                    .map(|p| p.rtt.pto_base(self.config.max_ack_delay))
+                    .max();
+                self.state = State::Closing {
+                    until: now + 3 * pto.unwrap_or(Duration::from_secs(1)),
+                };
+                self.closed_reason = Some(CloseReason::LocalClosed { code });
+            }
+        }
+    }
+
+    /// Ends the session now with `reason`.
+    fn end(&mut self, reason: CloseReason) {
+        if matches!(self.state, State::Closed) {
+            return;
+        }
+        self.state = State::Closed;
+        let reason = self.closed_reason.take().unwrap_or(reason);
+        self.closed_reason = Some(reason.clone());
+        self.events.push_back(Event::Closed(reason));
+    }
+
+    /// Closes after a protocol violation: one CLOSE goes out, then the session ends.
+    fn violation(&mut self, now: Timestamp, what: String) {
+        tracing::debug!(session = self.local_id, %what, "protocol violation");
+        self.close(now, 1, "protocol violation");
+        self.closed_reason = Some(CloseReason::ProtocolViolation(what));
+    }
+
+    fn random_token(&mut self) -> [u8; 8] {
+        self.rng.next_u64().to_be_bytes()
+    }
+}
+
+/// What the status API shows about a path.
+#[derive(Debug, Clone)]
+pub struct PathInfo {
+    /// Path id.
+    pub id: PathId,
+    /// Local address.
+    pub local: Option<SocketAddr>,
+    /// Peer address.
+    pub remote: SocketAddr,
+    /// Life-cycle state.
+    pub state: PathState,
+    /// Usage status.
+    pub status: PathStatusKind,
+    /// Smoothed RTT.
+    pub srtt: Duration,
+    /// Minimum RTT.
+    pub min_rtt: Duration,
+    /// RTT variation.
+    pub rttvar: Duration,
+    /// Congestion window.
+    pub cwnd: u64,
+    /// Bytes in flight.
+    pub in_flight: u64,
+    /// Pacing rate, bytes/s.
+    pub pacing_rate: f64,
+    /// Latest delivery rate, bytes/s.
+    pub delivery_rate: f64,
+    /// Smoothed loss fraction.
+    pub loss_rate: f64,
+    /// RTT jitter.
+    pub jitter: Duration,
+    /// Congestion controller name.
+    pub congestion: &'static str,
+    /// Counters.
+    pub stats: PathStats,
+}

@@ -1,0 +1,187 @@
+//! Paths joining and leaving: the client adds paths (validated by challenge/response before
+//! they carry data), paths go silent and come back (blackout freeze, seed 003), paths are
+//! removed when their interface disappears.
+
+use super::{Event, PathEvent, Session, Side};
+use crate::cc::LossEvent;
+use crate::path::sent::SentFrame;
+use crate::path::{Challenge, Path, PathId, PathState};
+use crate::time::Timestamp;
+use crate::wire::PathStatusKind;
+use std::net::SocketAddr;
+
+/// Why a path could not be added.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    /// Only the client opens paths.
+    #[error("only the client opens paths")]
+    NotClient,
+    /// The session has as many paths as it may.
+    #[error("path limit reached")]
+    Limit,
+    /// No such path.
+    #[error("unknown path")]
+    Unknown,
+}
+
+impl Session {
+    /// Client: opens a path from `local` (None: the driver's default socket) to `remote`.
+    /// It is validated before it carries data; [`Event::Path`] reports the outcome.
+    pub fn add_path(
+        &mut self,
+        now: Timestamp,
+        local: Option<SocketAddr>,
+        remote: SocketAddr,
+    ) -> Result<PathId, PathError> {
+        if self.side != Side::Client {
+            return Err(PathError::NotClient);
+        }
+        if self.paths.len() >= self.config.max_paths {
+            return Err(PathError::Limit);
+        }
+        // Ids are handed out in turn (1..=255), skipping those in use, so a fresh path rarely
+        // reuses a recent id.
+        let id = (0..255u16)
+            .map(|i| ((self.next_path_id - 1 + i) % 255 + 1) as PathId)
+            .find(|id| self.path(*id).is_none())
+            .ok_or(PathError::Limit)?;
+        self.next_path_id = u16::from(id) % 255 + 1;
+        let token = self.random_token();
+        let mut path = Path::new(
+            id,
+            local,
+            remote,
+            PathState::Validating,
+            self.config.congestion,
+            self.mtu(),
+            now,
+        );
+        path.monitor.discriminate_loss = self.config.loss_discrimination;
+        path.challenge = Some(Challenge {
+            token,
+            remote,
+            sent: None,
+            tries: 0,
+        });
+        self.paths.push(path);
+        tracing::debug!(session = self.local_id, path = id, ?local, %remote, "adding path");
+        Ok(id)
+    }
+
+    /// Closes a path (its interface went away): what it had in flight moves to the other
+    /// paths, and the peer is told with PATH_ABANDON.
+    pub fn remove_path(&mut self, now: Timestamp, id: PathId) -> Result<(), PathError> {
+        if self.path(id).is_none() {
+            return Err(PathError::Unknown);
+        }
+        self.retire_path(now, id, true);
+        Ok(())
+    }
+
+    /// Sets how we want a path used (active, standby, backup) and tells the peer.
+    pub fn set_path_status(&mut self, id: PathId, status: PathStatusKind) -> Result<(), PathError> {
+        let p = self.path_mut(id).ok_or(PathError::Unknown)?;
+        if p.local_status != status {
+            p.local_status = status;
+            p.status_seq += 1;
+            self.path_control.status.insert(id);
+        }
+        Ok(())
+    }
+
+    pub(super) fn retire_path(&mut self, _now: Timestamp, id: PathId, tell_peer: bool) {
+        let Some(idx) = self.paths.iter().position(|p| p.id == id) else {
+            return;
+        };
+        if self.side == Side::Client && id == 0 && !self.is_established() {
+            return;
+        }
+        let mut path = self.paths.remove(idx);
+        let frames = strand(&mut path);
+        self.requeue_frames(&frames);
+        if tell_peer && self.is_established() {
+            self.path_control.abandon.insert(id, 0);
+        }
+        self.path_control.status.remove(&id);
+        tracing::debug!(session = self.local_id, path = id, "path closed");
+        self.events.push_back(Event::Path(id, PathEvent::Closed));
+    }
+
+    /// The path went silent: suspect it, move its in-flight data to the other paths at once,
+    /// and freeze its congestion state (or collapse it, when blackout freeze is off).
+    pub(super) fn mark_suspect(&mut self, now: Timestamp, idx: usize) {
+        let freeze = self.config.blackout_freeze;
+        let path = &mut self.paths[idx];
+        path.state = PathState::Suspect;
+        path.stats.blackouts += 1;
+        if freeze {
+            path.frozen_cc = Some(path.cc.clone_box());
+        } else {
+            // Without freeze the path behaves like TCP after a retransmission timeout.
+            let ev = LossEvent {
+                now,
+                lost_bytes: path.in_flight,
+                largest_sent_time: now,
+                persistent: true,
+                random: false,
+            };
+            path.cc.on_congestion(&ev, &path.rtt);
+        }
+        let frames = strand(path);
+        path.probes_due = 1;
+        let id = path.id;
+        tracing::debug!(session = self.local_id, path = id, "path suspect");
+        self.requeue_frames(&frames);
+        self.events.push_back(Event::Path(id, PathEvent::Suspect));
+    }
+
+    /// A suspect path answered: it carries data again with its congestion state as it was.
+    pub(super) fn recover_path(&mut self, now: Timestamp, idx: usize) {
+        let path = &mut self.paths[idx];
+        path.state = PathState::Active;
+        path.pto_count = 0;
+        path.probes_due = 0;
+        if let Some(cc) = path.frozen_cc.take() {
+            path.cc = cc;
+        }
+        path.update_pacing(now);
+        let id = path.id;
+        tracing::debug!(session = self.local_id, path = id, "path recovered");
+        self.events.push_back(Event::Path(id, PathEvent::Recovered));
+    }
+
+    /// Validation of a path ran out of tries.
+    pub(super) fn fail_validation(&mut self, now: Timestamp, idx: usize) {
+        let path = &mut self.paths[idx];
+        if path.state != PathState::Validating {
+            // A migration to a new address failed: keep the old address.
+            path.challenge = None;
+            return;
+        }
+        let id = path.id;
+        self.retire_path(now, id, true);
+        // Replace the Closed event by Failed: validation never succeeded.
+        if let Some(Event::Path(_, e)) = self.events.back_mut() {
+            *e = PathEvent::Failed;
+        }
+    }
+}
+
+/// Marks every packet of `path` as stranded: its frames are returned for other paths and it no
+/// longer counts as in flight (a late acknowledgement is still welcome).
+fn strand(path: &mut Path) -> Vec<SentFrame> {
+    let mut frames = Vec::new();
+    for p in path.sent.iter_mut().filter(|p| !p.requeued) {
+        p.requeued = true;
+        if p.in_flight {
+            path.in_flight -= u64::from(p.size);
+        }
+        frames.extend(
+            p.frames
+                .iter()
+                .filter(|f| !matches!(f, SentFrame::Datagram { .. }))
+                .cloned(),
+        );
+    }
+    frames
+}

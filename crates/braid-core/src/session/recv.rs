@@ -1,0 +1,269 @@
+//! Datagrams in: header check, anti-replay, decryption, path lookup (and join), then frames.
+//!
+//! Every rejection is counted by reason and never answered: an unauthenticated packet gets no
+//! reply at all (the server's handshake answer, the only exception, is smaller than the
+//! handshake message it answers).
+
+use super::{Event, Session, State};
+use crate::crypto::handshake::Response;
+use crate::path::{Challenge, Path, PathState};
+use crate::time::Timestamp;
+use crate::wire::{
+    self, header::decode_packet_number, DataHeader, Frames, Header, DATA_HEADER_LEN,
+};
+use bytes::BytesMut;
+use std::net::SocketAddr;
+
+/// Why a received datagram was dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum DropReason {
+    /// Too short, unknown type or unknown version.
+    Malformed,
+    /// For a session id we do not have.
+    UnknownSession,
+    /// Data before the handshake finished.
+    NotEstablished,
+    /// A packet number already received, or older than the replay window.
+    Replayed,
+    /// The AEAD rejected it: wrong key, corrupted or forged.
+    Decrypt,
+    /// For a path we do not have and may not create.
+    UnknownPath,
+    /// A handshake message where none was expected.
+    UnexpectedHandshake,
+    /// A handshake message that did not open (wrong key or corrupted).
+    HandshakeDecrypt,
+    /// A handshake message older than the client's last (a replay).
+    StaleHandshake,
+    /// A handshake from a client key that is not admitted.
+    Refused,
+    /// The session is closed.
+    Closed,
+}
+
+impl DropReason {
+    /// Every reason with its metric label.
+    pub const ALL: [(DropReason, &'static str); 11] = [
+        (DropReason::Malformed, "malformed"),
+        (DropReason::UnknownSession, "unknown_session"),
+        (DropReason::NotEstablished, "not_established"),
+        (DropReason::Replayed, "replayed"),
+        (DropReason::Decrypt, "decrypt"),
+        (DropReason::UnknownPath, "unknown_path"),
+        (DropReason::UnexpectedHandshake, "unexpected_handshake"),
+        (DropReason::HandshakeDecrypt, "handshake_decrypt"),
+        (DropReason::StaleHandshake, "stale_handshake"),
+        (DropReason::Refused, "refused"),
+        (DropReason::Closed, "closed"),
+    ];
+
+    /// Metric label.
+    pub fn label(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(r, _)| *r == self)
+            .map_or("other", |(_, l)| l)
+    }
+}
+
+impl Session {
+    fn drop_packet(&mut self, reason: DropReason) {
+        *self.stats.dropped.entry(reason).or_insert(0) += 1;
+    }
+
+    /// Feeds one received UDP payload, with the local address it arrived on (if the driver
+    /// knows it) and the peer address it came from.
+    pub fn handle_datagram(
+        &mut self,
+        now: Timestamp,
+        local: Option<SocketAddr>,
+        remote: SocketAddr,
+        data: BytesMut,
+    ) {
+        if matches!(self.state, State::Closed) {
+            return self.drop_packet(DropReason::Closed);
+        }
+        match wire::header::parse(&data) {
+            Err(_) => self.drop_packet(DropReason::Malformed),
+            Ok(Header::HandshakeResp { session_id, noise }) => {
+                let noise = noise.to_vec();
+                self.on_handshake_resp(now, session_id, &noise)
+            }
+            Ok(Header::HandshakeInit { .. }) => {
+                // A retransmission of the message that created this session: answer again.
+                if self.handshake_init.as_deref() == Some(&data[..]) {
+                    self.handshake_resp_due = true;
+                } else {
+                    self.drop_packet(DropReason::UnexpectedHandshake);
+                }
+            }
+            Ok(Header::Data(h)) => self.on_data(now, local, remote, h, data),
+        }
+    }
+
+    fn on_handshake_resp(&mut self, now: Timestamp, session_id: u32, noise: &[u8]) {
+        let State::Handshaking {
+            initiator,
+            next_send,
+            tries,
+            ..
+        } = &mut self.state
+        else {
+            return self.drop_packet(DropReason::UnexpectedHandshake);
+        };
+        if session_id != self.local_id {
+            return self.drop_packet(DropReason::UnknownSession);
+        }
+        // The RTT of the handshake is a first sample, when unambiguous (one message sent).
+        let rtt_sample =
+            (*tries == 1).then(|| now - (*next_send - super::timers::handshake_backoff(1)));
+        match initiator.read_response(noise) {
+            Err(_) => self.drop_packet(DropReason::HandshakeDecrypt),
+            Ok(Response::Refused) => self.end(super::CloseReason::Refused),
+            Ok(Response::Accepted {
+                keys,
+                server_session_id,
+            }) => {
+                self.keys = Some(keys);
+                self.remote_id = server_session_id;
+                self.state = State::Established;
+                self.last_activity = now;
+                self.apply_path_config();
+                if let Some(p) = self.paths.iter_mut().find(|p| p.id == 0) {
+                    p.state = PathState::Active;
+                    p.last_received = Some(now);
+                    if let Some(rtt) = rtt_sample {
+                        p.rtt.update(rtt, std::time::Duration::ZERO);
+                    }
+                    p.update_pacing(now);
+                }
+                tracing::debug!(session = self.local_id, "connected");
+                self.events.push_back(Event::Connected);
+                self.events.extend(
+                    self.paths
+                        .iter()
+                        .filter(|p| p.id == 0)
+                        .map(|p| Event::Path(p.id, super::PathEvent::Validated)),
+                );
+            }
+        }
+    }
+
+    fn on_data(
+        &mut self,
+        now: Timestamp,
+        local: Option<SocketAddr>,
+        remote: SocketAddr,
+        h: DataHeader,
+        mut data: BytesMut,
+    ) {
+        if self.keys.is_none() {
+            return self.drop_packet(DropReason::NotEstablished);
+        }
+        if h.session_id != self.local_id {
+            return self.drop_packet(DropReason::UnknownSession);
+        }
+        let idx = self.paths.iter().position(|p| p.id == h.path_id);
+        let largest = idx.and_then(|i| self.paths[i].received.largest());
+        let pn = decode_packet_number(largest, h.truncated_pn);
+        if let Some(i) = idx {
+            if self.paths[i].received.check(pn).is_err() {
+                return self.drop_packet(DropReason::Replayed);
+            }
+        } else if self.side == super::Side::Client
+            || self
+                .paths
+                .iter()
+                .filter(|p| p.state != PathState::Closed)
+                .count()
+                >= self.config.max_paths
+        {
+            return self.drop_packet(DropReason::UnknownPath);
+        }
+        let keys = self.keys.as_ref().expect("checked above");
+        let Ok(len) = keys.open.open(h.path_id, pn, &mut data, DATA_HEADER_LEN) else {
+            return self.drop_packet(DropReason::Decrypt);
+        };
+        // Authenticated from here on.
+        let payload = data.freeze().slice(DATA_HEADER_LEN..DATA_HEADER_LEN + len);
+        let i = match idx {
+            Some(i) => i,
+            None => self.join_path(now, h.path_id, local, remote),
+        };
+        let path = &mut self.paths[i];
+        path.last_received = Some(now);
+        path.stats.packets_received += 1;
+        path.stats.bytes_received += (DATA_HEADER_LEN + len + wire::TAG_LEN) as u64;
+        if path.local.is_none() {
+            path.local = local;
+        }
+        let migrated = remote != path.remote && path.challenge.is_none_or(|c| c.remote != remote);
+        if migrated && self.side == super::Side::Server && path.state != PathState::Closed {
+            // The client's address changed (NAT rebinding): validate the new address before
+            // sending there; until then data keeps going to the old one.
+            let token = self.random_token();
+            let path = &mut self.paths[i];
+            path.challenge = Some(Challenge {
+                token,
+                remote,
+                sent: None,
+                tries: 0,
+            });
+        }
+        self.last_activity = now;
+        self.stats.packets_received += 1;
+        let mut ack_eliciting = false;
+        for frame in Frames::new(&payload) {
+            match frame {
+                Ok(f) => {
+                    ack_eliciting |= f.is_ack_eliciting();
+                    self.on_frame(now, h.path_id, remote, f, &payload);
+                }
+                Err(e) => {
+                    self.violation(now, format!("undecodable frame: {e}"));
+                    break;
+                }
+            }
+            if !self.is_established() {
+                break;
+            }
+        }
+        let mad = self.config.max_ack_delay;
+        if let Some(path) = self.path_mut(h.path_id) {
+            path.received.on_packet(now, pn, ack_eliciting, mad);
+        }
+    }
+
+    /// An authenticated packet arrived for a path id we do not have: the client opened a new
+    /// path. It is created validating; our own challenge proves the client's address.
+    fn join_path(
+        &mut self,
+        now: Timestamp,
+        id: u8,
+        local: Option<SocketAddr>,
+        remote: SocketAddr,
+    ) -> usize {
+        let token = self.random_token();
+        let mut path = Path::new(
+            id,
+            local,
+            remote,
+            PathState::Validating,
+            self.config.congestion,
+            self.mtu(),
+            now,
+        );
+        path.monitor.discriminate_loss = self.config.loss_discrimination;
+        path.challenge = Some(Challenge {
+            token,
+            remote,
+            sent: None,
+            tries: 0,
+        });
+        // A path id that was closed before comes back as a new path.
+        self.paths.retain(|p| p.id != id);
+        self.paths.push(path);
+        tracing::debug!(session = self.local_id, path = id, %remote, "path joining");
+        self.paths.len() - 1
+    }
+}

@@ -1,0 +1,645 @@
+//! Datagrams out. `poll_transmit` decides, in a fixed order, what the next packet is:
+//!
+//! 1. the handshake (client: message 1 and its retransmissions; server: the answer);
+//! 2. path control: PATH_RESPONSE, PATH_CHALLENGE (padded to 1200 bytes), probes after a PTO;
+//! 3. redundant copies decided by the scheduler;
+//! 4. acknowledgements that are due, on the path chosen by the ACK policy;
+//! 5. data — control frames, retransmissions, stream bytes, datagrams by class priority — on
+//!    the path the scheduler picks;
+//! 6. keepalive PINGs on idle paths.
+
+use super::{Session, State, Transmit};
+use crate::config::AckPath;
+use crate::path::sent::{SentFrame, SentPacket};
+use crate::path::PathState;
+use crate::scheduler::{Decision, PacketInfo, PathView};
+use crate::time::Timestamp;
+use crate::wire::frame::encode;
+use crate::wire::{DataHeader, DATA_HEADER_LEN, MIN_DATAGRAM, TAG_LEN};
+use smallvec::SmallVec;
+use std::time::Duration;
+
+/// Frames recorded for one packet.
+pub(super) type FrameRecords = SmallVec<[SentFrame; 2]>;
+
+/// Room below which a packet is considered full.
+const MIN_FRAME_ROOM: usize = 24;
+/// A path that sends only ACKs makes one of them ack-eliciting this often, so that it learns
+/// its RTT and notices when it goes silent.
+const LIVENESS_MIN: Duration = Duration::from_millis(50);
+/// Anti-amplification: before a path is validated the server sends at most this many times
+/// what it received on it.
+const AMPLIFICATION: u64 = 3;
+
+/// A packet being built in the caller's buffer.
+struct Builder {
+    idx: usize,
+    pn: u64,
+    limit: usize,
+    frames: FrameRecords,
+    ack_eliciting: bool,
+}
+
+impl Session {
+    /// The next datagram to send, written to `buf`; None when nothing is to be sent now
+    /// (`poll_timeout` says when to ask again).
+    pub fn poll_transmit(&mut self, now: Timestamp, buf: &mut Vec<u8>) -> Option<Transmit> {
+        buf.clear();
+        match &mut self.state {
+            State::Closed => return None,
+            State::Handshaking {
+                initiator,
+                next_send,
+                tries,
+                ..
+            } => {
+                if now < *next_send {
+                    return None;
+                }
+                *tries += 1;
+                *next_send = now + super::timers::handshake_backoff(*tries);
+                buf.extend_from_slice(&initiator.init_packet);
+                let p = &self.paths[0];
+                return Some(Transmit {
+                    path: 0,
+                    destination: p.remote,
+                    source: p.local,
+                    size: buf.len(),
+                });
+            }
+            State::Closing { .. } => return self.poll_close(now, buf),
+            State::Established => {}
+        }
+        if self.handshake_resp_due {
+            self.handshake_resp_due = false;
+            if let (Some(resp), Some(p)) = (&self.handshake_resp, self.path(0)) {
+                buf.extend_from_slice(resp);
+                return Some(Transmit {
+                    path: 0,
+                    destination: p.remote,
+                    source: p.local,
+                    size: buf.len(),
+                });
+            }
+        }
+        self.poll_path_control(now, buf)
+            .or_else(|| self.poll_redundant(now, buf))
+            .or_else(|| self.poll_acks(now, buf))
+            .or_else(|| self.poll_data(now, buf))
+            .or_else(|| self.poll_keepalive(now, buf))
+    }
+
+    fn start(&mut self, idx: usize, buf: &mut Vec<u8>) -> Builder {
+        let path = &mut self.paths[idx];
+        let pn = path.take_pn();
+        buf.clear();
+        buf.resize(DATA_HEADER_LEN, 0);
+        DataHeader {
+            session_id: self.remote_id,
+            path_id: path.id,
+            truncated_pn: pn as u32,
+        }
+        .write(buf);
+        Builder {
+            idx,
+            pn,
+            limit: path.mtu - TAG_LEN,
+            frames: SmallVec::new(),
+            ack_eliciting: false,
+        }
+    }
+
+    fn seal_and_record(
+        &mut self,
+        now: Timestamp,
+        b: Builder,
+        buf: &mut Vec<u8>,
+        destination: Option<std::net::SocketAddr>,
+    ) -> Transmit {
+        let keys = self.keys.as_ref().expect("established sessions have keys");
+        let path = &mut self.paths[b.idx];
+        keys.seal.seal(path.id, b.pn, buf, DATA_HEADER_LEN);
+        let size = buf.len();
+        let sent = SentPacket {
+            pn: b.pn,
+            sent_time: now,
+            size: size as u32,
+            ack_eliciting: b.ack_eliciting,
+            in_flight: b.ack_eliciting,
+            requeued: false,
+            rate: Default::default(),
+            frames: b.frames,
+        };
+        if sent.ack_eliciting {
+            path.on_packet_sent(sent);
+        } else {
+            // ACK-only packets are not tracked: nothing in them needs recovery.
+            path.stats.bytes_sent += size as u64;
+            path.stats.packets_sent += 1;
+            path.last_sent = Some(now);
+        }
+        self.stats.packets_sent += 1;
+        Transmit {
+            path: path.id,
+            destination: destination.unwrap_or(path.remote),
+            source: path.local,
+            size,
+        }
+    }
+
+    /// Appends ACK frames for every path with something worth acknowledging.
+    fn write_acks(
+        &mut self,
+        now: Timestamp,
+        b: &mut Builder,
+        buf: &mut Vec<u8>,
+        all_pending: bool,
+    ) {
+        for i in 0..self.paths.len() {
+            let room = b.limit.saturating_sub(buf.len());
+            if room < 32 {
+                return;
+            }
+            let r = &self.paths[i].received;
+            let wanted = r.ack_due(now) || (all_pending && r.has_pending_eliciting());
+            if !wanted {
+                continue;
+            }
+            let id = self.paths[i].id;
+            let Some((ranges, delay)) = self.paths[i].received.take_ack(now) else {
+                continue;
+            };
+            let max_ranges = ((room - 24) / 16).max(1);
+            let largest = ranges[0].end - 1;
+            encode::ack(
+                buf,
+                id,
+                delay,
+                ranges.into_iter().take(max_ranges).collect::<Vec<_>>(),
+            );
+            b.frames.push(SentFrame::Ack { path: id, largest });
+        }
+    }
+
+    /// PATH_RESPONSE / PATH_CHALLENGE / PTO probes, each on its own path.
+    fn poll_path_control(&mut self, now: Timestamp, buf: &mut Vec<u8>) -> Option<Transmit> {
+        for idx in 0..self.paths.len() {
+            let p = &self.paths[idx];
+            let unvalidated_server =
+                self.side == super::Side::Server && p.state == PathState::Validating;
+            let budget = if unvalidated_server {
+                (p.stats.bytes_received * AMPLIFICATION).saturating_sub(p.stats.bytes_sent) as usize
+            } else {
+                usize::MAX
+            };
+            if budget < DATA_HEADER_LEN + TAG_LEN + 20 {
+                continue;
+            }
+            let challenge_due = p.challenge.is_some_and(|c| {
+                c.sent
+                    .is_none_or(|s| now >= s + self.challenge_timeout(idx, c.tries))
+            });
+            if !p.responses.is_empty() || challenge_due {
+                return Some(self.send_validation(now, idx, buf, challenge_due, budget));
+            }
+            if p.probes_due > 0 && matches!(p.state, PathState::Active | PathState::Suspect) {
+                self.paths[idx].probes_due -= 1;
+                let mut b = self.start(idx, buf);
+                self.write_acks(now, &mut b, buf, true);
+                encode::ping(buf);
+                b.ack_eliciting = true;
+                return Some(self.seal_and_record(now, b, buf, None));
+            }
+        }
+        None
+    }
+
+    fn send_validation(
+        &mut self,
+        now: Timestamp,
+        idx: usize,
+        buf: &mut Vec<u8>,
+        challenge_due: bool,
+        budget: usize,
+    ) -> Transmit {
+        let mut b = self.start(idx, buf);
+        let path = &mut self.paths[idx];
+        let mut destination = None;
+        for (token, from) in path.responses.drain(..) {
+            encode::path_response(buf, token);
+            destination = Some(from);
+        }
+        if challenge_due {
+            if let Some(c) = path.challenge.as_mut() {
+                // A response goes where its challenge came from; a challenge to the address
+                // under validation. Both usually coincide.
+                if destination.is_none_or(|d| d == c.remote) {
+                    encode::path_challenge(buf, c.token);
+                    c.sent = Some(now);
+                    c.tries += 1;
+                    destination = Some(c.remote);
+                }
+            }
+        }
+        b.ack_eliciting = true;
+        // Pad to the minimum datagram size: the path must carry full-size packets.
+        let target = (MIN_DATAGRAM - TAG_LEN)
+            .min(budget.saturating_sub(TAG_LEN))
+            .min(b.limit);
+        if buf.len() < target {
+            encode::padding(buf, target - buf.len());
+        }
+        self.seal_and_record(now, b, buf, destination)
+    }
+
+    pub(super) fn challenge_timeout(&self, idx: usize, tries: u32) -> Duration {
+        let base = self.paths[idx]
+            .rtt
+            .pto_base(self.config.max_ack_delay)
+            .max(Duration::from_millis(200));
+        base * (1 << tries.saturating_sub(1).min(6))
+    }
+
+    /// The path that carries acknowledgements for path `for_idx`.
+    fn ack_carrier(&self, for_idx: usize) -> usize {
+        let own = &self.paths[for_idx];
+        if self.config.ack_path == AckPath::SamePath && own.state != PathState::Closed {
+            return for_idx;
+        }
+        // Offloading-ACK (seed 003): the fastest path that is known to be answering.
+        self.paths
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.state == PathState::Active)
+            .min_by_key(|(_, p)| (p.rtt.smoothed(), p.id))
+            .map_or(for_idx, |(i, _)| i)
+    }
+
+    fn poll_acks(&mut self, now: Timestamp, buf: &mut Vec<u8>) -> Option<Transmit> {
+        let due = self.paths.iter().position(|p| p.received.ack_due(now))?;
+        let idx = self.ack_carrier(due);
+        let mut b = self.start(idx, buf);
+        self.write_acks(now, &mut b, buf, true);
+        let path = &self.paths[idx];
+        let liveness = path.rtt.smoothed().max(LIVENESS_MIN);
+        if path.state == PathState::Active
+            && path.last_eliciting_sent.is_none_or(|t| now - t >= liveness)
+        {
+            encode::ping(buf);
+            b.ack_eliciting = true;
+        }
+        Some(self.seal_and_record(now, b, buf, None))
+    }
+
+    fn poll_keepalive(&mut self, now: Timestamp, buf: &mut Vec<u8>) -> Option<Transmit> {
+        let interval = self.config.keepalive_interval;
+        let idx = self.paths.iter().position(|p| {
+            p.state == PathState::Active
+                && p.last_eliciting_sent.is_none_or(|t| now - t >= interval)
+        })?;
+        let mut b = self.start(idx, buf);
+        self.write_acks(now, &mut b, buf, true);
+        encode::ping(buf);
+        b.ack_eliciting = true;
+        Some(self.seal_and_record(now, b, buf, None))
+    }
+
+    fn poll_close(&mut self, now: Timestamp, buf: &mut Vec<u8>) -> Option<Transmit> {
+        let (code, reason, done) = self.close_frame.as_ref()?;
+        let idx = self.paths.iter().position(|p| {
+            matches!(p.state, PathState::Active | PathState::Suspect) && !done.contains(&p.id)
+        })?;
+        let (code, reason) = (*code, reason.clone());
+        let id = self.paths[idx].id;
+        let mut b = self.start(idx, buf);
+        encode::close(buf, code, reason.as_bytes());
+        if let Some((_, _, done)) = self.close_frame.as_mut() {
+            done.insert(id);
+        }
+        b.ack_eliciting = false;
+        Some(self.seal_and_record(now, b, buf, None))
+    }
+
+    fn has_control(&self) -> bool {
+        let c = &self.streams.control;
+        c.max_data
+            || c.max_streams
+            || !c.max_stream_data.is_empty()
+            || !self.path_control.status.is_empty()
+            || !self.path_control.abandon.is_empty()
+            || !self.streams.pending_resets().is_empty()
+            || !self.streams.pending_stops().is_empty()
+    }
+
+    /// What the next data packet would carry, for the scheduler. None when there is nothing.
+    fn next_packet_info(&self) -> Option<PacketInfo> {
+        let cfg = &self.config;
+        let bytes = self.mtu();
+        if self.has_control() || self.streams.has_retransmit() {
+            return Some(PacketInfo {
+                class: 0,
+                priority: 0,
+                deadline: None,
+                bytes,
+                retransmit: true,
+            });
+        }
+        let stream = self
+            .streams
+            .next_class(|c| cfg.priority(c))
+            .map(|c| (cfg.priority(c), c));
+        let datagram = self
+            .datagrams
+            .peek(|c| cfg.priority(c))
+            .map(|d| (cfg.priority(d.class), d));
+        match (stream, datagram) {
+            (Some((sp, sc)), Some((dp, _))) if sp < dp => Some(PacketInfo {
+                class: sc,
+                priority: sp,
+                deadline: None,
+                bytes,
+                retransmit: false,
+            }),
+            (_, Some((dp, d))) => Some(PacketInfo {
+                class: d.class,
+                priority: dp,
+                deadline: d.deadline,
+                bytes,
+                retransmit: false,
+            }),
+            (Some((sp, sc)), None) => Some(PacketInfo {
+                class: sc,
+                priority: sp,
+                deadline: None,
+                bytes,
+                retransmit: false,
+            }),
+            (None, None) => None,
+        }
+    }
+
+    /// Views of every path for the scheduler.
+    pub(super) fn path_views(&mut self, now: Timestamp, bytes: usize) -> Vec<PathView> {
+        self.paths
+            .iter_mut()
+            .filter(|p| p.state != PathState::Closed)
+            .map(|p| PathView {
+                id: p.id,
+                usable: p.is_usable(),
+                status: p.status(),
+                srtt: p.rtt.smoothed(),
+                min_rtt: p.rtt.min(),
+                rttvar: p.rtt.var(),
+                cwnd: p.cc.window(),
+                in_flight: p.in_flight,
+                ready_at: p.ready_at(now, bytes as u64),
+                rate: p
+                    .cc
+                    .bandwidth()
+                    .unwrap_or(p.monitor.max_delivery_rate)
+                    .max(p.monitor.delivery_rate)
+                    .max(1.0),
+                loss_rate: p.monitor.loss_rate,
+                mtu: p.mtu,
+            })
+            .collect()
+    }
+
+    fn poll_data(&mut self, now: Timestamp, buf: &mut Vec<u8>) -> Option<Transmit> {
+        self.next_send = None;
+        self.datagrams.expire(now);
+        loop {
+            let Some(info) = self.next_packet_info() else {
+                // Nothing to send although windows may have room: application-limited.
+                for p in self
+                    .paths
+                    .iter_mut()
+                    .filter(|p| p.is_usable() && p.window_room() > p.mtu as u64)
+                {
+                    p.delivery.on_app_limited(p.in_flight);
+                }
+                return None;
+            };
+            let views = self.path_views(now, info.bytes);
+            match self.scheduler.select(now, &views, &info) {
+                Decision::Send(id) => {
+                    let idx = self.paths.iter().position(|p| p.id == id)?;
+                    return Some(self.build_data(now, idx, buf, &[]));
+                }
+                Decision::Redundant(ids) => {
+                    let mut idxs = ids
+                        .iter()
+                        .filter_map(|id| self.paths.iter().position(|p| p.id == *id));
+                    let first = idxs.next()?;
+                    let rest: SmallVec<[usize; 4]> = idxs.collect();
+                    return Some(self.build_data(now, first, buf, &rest));
+                }
+                Decision::Wait(t) => {
+                    self.next_send = t.filter(|t| *t > now);
+                    return None;
+                }
+                Decision::Drop => {
+                    if !self.drop_head_datagram(info.class) {
+                        return None;
+                    }
+                }
+            }
+        }
+    }
+
+    fn drop_head_datagram(&mut self, class: u8) -> bool {
+        if self.datagrams.pop(class).is_some() {
+            self.datagrams.count_expired(class);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Builds a data packet on `idx`; `copies` get the same frames (redundant scheduling).
+    fn build_data(
+        &mut self,
+        now: Timestamp,
+        idx: usize,
+        buf: &mut Vec<u8>,
+        copies: &[usize],
+    ) -> Transmit {
+        let mut b = self.start(idx, buf);
+        self.write_acks(now, &mut b, buf, true);
+        self.write_control(&mut b, buf);
+        let cfg = self.config.clone();
+        let prio = |c: u8| cfg.priority(c);
+        loop {
+            let room = b.limit.saturating_sub(buf.len());
+            if room < MIN_FRAME_ROOM {
+                break;
+            }
+            let stream_p = self.streams.next_class(prio).map(prio);
+            let dgram = self
+                .datagrams
+                .peek(prio)
+                .map(|d| (prio(d.class), d.class, d.seq, d.deadline, d.data.len()));
+            let take_dgram = match (stream_p, dgram) {
+                (_, None) => false,
+                (None, Some(_)) => true,
+                (Some(sp), Some((dp, ..))) => dp <= sp,
+            };
+            if take_dgram {
+                let (_, class, seq, deadline, len) = dgram.expect("checked");
+                let deadline_us = deadline.map(|d| (d - now).as_micros() as u64);
+                if encode::datagram_len(seq, deadline_us, len) > room {
+                    break;
+                }
+                let d = self.datagrams.pop(class).expect("peeked");
+                encode::datagram(buf, class, seq, deadline_us, &d.data);
+                b.frames.push(SentFrame::Datagram { class });
+                self.datagrams.stats.entry(class).or_default().sent += 1;
+                b.ack_eliciting = true;
+                continue;
+            }
+            if stream_p.is_none() || !self.write_stream(&mut b, buf) {
+                break;
+            }
+        }
+        if !b.ack_eliciting {
+            // Only ACKs fit (nothing else was ready): still a valid packet.
+            encode::ping(buf);
+            b.ack_eliciting = true;
+        }
+        let payload = (!copies.is_empty()).then(|| buf[DATA_HEADER_LEN..].to_vec());
+        let frames = b.frames.clone();
+        let t = self.seal_and_record(now, b, buf, None);
+        if let Some(payload) = payload {
+            for &c in copies {
+                let id = self.paths[c].id;
+                self.redundant
+                    .push_back((id, payload.clone(), frames.clone()));
+            }
+        }
+        t
+    }
+
+    /// Appends one STREAM frame (and STREAM_OPEN if due). False when nothing fitted.
+    fn write_stream(&mut self, b: &mut Builder, buf: &mut Vec<u8>) -> bool {
+        let room = b.limit.saturating_sub(buf.len());
+        let cfg = self.config.clone();
+        let Some((id, chunk, announce)) = self.streams.next_chunk(room, |c| cfg.priority(c)) else {
+            return false;
+        };
+        if let Some(class) = announce {
+            encode::stream_open(buf, id, class);
+            b.frames.push(SentFrame::StreamOpen { id });
+            b.ack_eliciting = true;
+        }
+        let Some(chunk) = chunk else { return true };
+        let room = b.limit.saturating_sub(buf.len());
+        let with_len = encode::stream_header_len(id, chunk.offset, Some(chunk.len)) + chunk.len;
+        encode::stream_header(
+            buf,
+            id,
+            chunk.offset,
+            chunk.fin,
+            (with_len <= room).then_some(chunk.len),
+        );
+        self.streams.copy_range(id, chunk.offset, chunk.len, buf);
+        b.frames.push(SentFrame::Stream {
+            id,
+            offset: chunk.offset,
+            len: chunk.len as u32,
+            fin: chunk.fin,
+        });
+        b.ack_eliciting = true;
+        if chunk.retransmit {
+            self.paths[b.idx].stats.retransmitted_bytes += chunk.len as u64;
+        }
+        true
+    }
+
+    /// Appends pending control frames that fit.
+    fn write_control(&mut self, b: &mut Builder, buf: &mut Vec<u8>) {
+        let fits = |buf: &Vec<u8>| buf.len() + 24 <= b.limit;
+        if self.streams.control.max_data && fits(buf) {
+            self.streams.control.max_data = false;
+            encode::max_data(buf, self.streams.local_max_data());
+            b.frames.push(SentFrame::MaxData);
+        }
+        if self.streams.control.max_streams && fits(buf) {
+            self.streams.control.max_streams = false;
+            encode::max_streams(buf, self.streams.local_max_streams());
+            b.frames.push(SentFrame::MaxStreams);
+        }
+        while fits(buf) {
+            let Some(id) = self.streams.control.max_stream_data.pop() else {
+                break;
+            };
+            if let Some(max) = self.streams.local_max_stream_data(id) {
+                tracing::trace!(
+                    session = self.local_id,
+                    stream = id,
+                    max,
+                    "sending MAX_STREAM_DATA"
+                );
+                encode::max_stream_data(buf, id, max);
+                b.frames.push(SentFrame::MaxStreamData { id });
+            }
+        }
+        for (id, code, final_size) in self.streams.pending_resets() {
+            if !fits(buf) {
+                break;
+            }
+            encode::reset_stream(buf, id, code, final_size);
+            b.frames.push(SentFrame::ResetStream { id });
+            self.streams
+                .on_reset_sent(id, crate::stream::FrameFate::Sent);
+        }
+        for (id, code) in self.streams.pending_stops() {
+            if !fits(buf) {
+                break;
+            }
+            encode::stop_sending(buf, id, code);
+            b.frames.push(SentFrame::StopSending { id });
+            self.streams
+                .on_stop_sent(id, crate::stream::FrameFate::Sent);
+        }
+        while fits(buf) {
+            let Some(path) = self.path_control.status.pop_first() else {
+                break;
+            };
+            if let Some(p) = self.path(path) {
+                encode::path_status(buf, path, p.status_seq, p.local_status);
+                b.frames.push(SentFrame::PathStatus { path });
+            }
+        }
+        while fits(buf) {
+            let Some((path, code)) = self.path_control.abandon.pop_first() else {
+                break;
+            };
+            encode::path_abandon(buf, path, code);
+            b.frames.push(SentFrame::PathAbandon { path });
+        }
+        if !b.frames.iter().all(|f| matches!(f, SentFrame::Ack { .. })) {
+            b.ack_eliciting = true;
+        }
+    }
+
+    /// Sends the redundant copies the scheduler asked for (they bypass the scheduler, not the
+    /// congestion window: a copy waits for its path's window like any packet).
+    fn poll_redundant(&mut self, now: Timestamp, buf: &mut Vec<u8>) -> Option<Transmit> {
+        let (id, payload, frames) = self.redundant.pop_front()?;
+        let Some(idx) = self.paths.iter().position(|p| p.id == id && p.is_usable()) else {
+            return self.poll_redundant(now, buf);
+        };
+        if self.paths[idx]
+            .ready_at(now, payload.len() as u64)
+            .is_none_or(|t| t > now)
+        {
+            self.redundant.push_front((id, payload, frames));
+            return None;
+        }
+        let mut b = self.start(idx, buf);
+        buf.extend_from_slice(&payload);
+        b.frames = frames;
+        b.ack_eliciting = true;
+        Some(self.seal_and_record(now, b, buf, None))
+    }
+}

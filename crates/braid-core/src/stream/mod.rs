@@ -1,0 +1,749 @@
+//! Reliable, ordered, flow-controlled byte streams, multiplexed over all paths of a session.
+//!
+//! Streams are bidirectional. Ids are QUIC-style: the low bit says who opened the stream
+//! (0 the client, 1 the server), the rest is a per-side index. A stream opens implicitly with
+//! its first frame; STREAM_OPEN tells the peer its traffic class. Flow control has two levels
+//! (per stream and per session), credits are granted as the application reads.
+
+pub mod recv;
+pub mod send;
+
+use crate::session::Side;
+use crate::wire::frame::encode;
+use crate::wire::varint;
+use bytes::Bytes;
+use recv::{RecvError, RecvStream};
+use send::{Chunk, SendStream};
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt;
+
+/// A stream id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StreamId(pub u64);
+
+impl StreamId {
+    /// The side that opened the stream.
+    pub fn initiator(self) -> Side {
+        if self.0 & 1 == 0 {
+            Side::Client
+        } else {
+            Side::Server
+        }
+    }
+
+    /// The per-side index.
+    pub fn index(self) -> u64 {
+        self.0 >> 1
+    }
+
+    fn new(side: Side, index: u64) -> Self {
+        StreamId(index << 1 | u64::from(side == Side::Server))
+    }
+}
+
+impl fmt::Display for StreamId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// Errors of stream operations called by the application.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum StreamError {
+    /// No such stream (never opened, or closed and forgotten).
+    #[error("unknown stream")]
+    Unknown,
+    /// Nothing can be done right now; an event will say when.
+    #[error("blocked")]
+    Blocked,
+    /// The stream was finished or reset by us.
+    #[error("stream closed for sending")]
+    Closed,
+    /// The peer asked us to stop sending, with this code.
+    #[error("peer stopped the stream (code {0})")]
+    Stopped(u64),
+    /// The peer reset the stream, with this code.
+    #[error("peer reset the stream (code {0})")]
+    Reset(u64),
+    /// The peer does not allow more streams yet.
+    #[error("stream limit reached")]
+    Limit,
+}
+
+/// A violation of the stream rules by the peer: the session must close.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum StreamViolation {
+    /// Data beyond the credit we gave.
+    #[error("flow control violated")]
+    FlowControl,
+    /// Final size contradicted.
+    #[error("final size violated")]
+    FinalSize,
+    /// A stream beyond the limit we announced, or one the peer cannot open.
+    #[error("stream limit or direction violated")]
+    StreamState,
+}
+
+impl From<RecvError> for StreamViolation {
+    fn from(e: RecvError) -> Self {
+        match e {
+            RecvError::FlowControl => StreamViolation::FlowControl,
+            RecvError::FinalSize => StreamViolation::FinalSize,
+        }
+    }
+}
+
+/// Something the application should know about a stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamEvent {
+    /// The peer opened a stream.
+    Opened(StreamId),
+    /// Data (or the end) can be read.
+    Readable(StreamId),
+    /// Writing can resume.
+    Writable(StreamId),
+    /// Everything we sent, FIN included, was acknowledged.
+    Finished(StreamId),
+    /// The peer reset its send half.
+    Reset(StreamId, u64),
+    /// The peer asked us to stop sending.
+    Stopped(StreamId, u64),
+}
+
+/// Limits of the stream layer.
+#[derive(Debug, Clone)]
+pub struct StreamLimits {
+    /// Per-stream receive window.
+    pub stream_window: u64,
+    /// Session-wide receive window.
+    pub session_window: u64,
+    /// Per-stream send buffer.
+    pub send_buffer: u64,
+    /// Streams the peer may have open at once.
+    pub max_streams: u64,
+}
+
+/// One stream.
+#[derive(Debug)]
+struct Stream {
+    class: u8,
+    send: SendStream,
+    recv: RecvStream,
+    /// STREAM_OPEN still to be sent (ours) .
+    announce: bool,
+    /// In the send queue.
+    queued: bool,
+    /// The application was told it is readable and has not drained it yet.
+    readable_signalled: bool,
+}
+
+/// Session-level control frames the stream layer owes the peer.
+#[derive(Debug, Default)]
+pub struct StreamControl {
+    /// MAX_DATA must be sent.
+    pub max_data: bool,
+    /// MAX_STREAMS must be sent.
+    pub max_streams: bool,
+    /// MAX_STREAM_DATA for these streams.
+    pub max_stream_data: Vec<u64>,
+}
+
+/// All streams of a session.
+#[derive(Debug)]
+pub struct Streams {
+    side: Side,
+    limits: StreamLimits,
+    streams: BTreeMap<u64, Stream>,
+    next_local_index: u64,
+    /// Streams we may open (the peer's MAX_STREAMS).
+    peer_max_streams: u64,
+    /// Streams the peer may open (our MAX_STREAMS).
+    local_max_streams: u64,
+    /// Peer streams opened so far (highest index + 1).
+    peer_opened: u64,
+    /// Peer streams fully closed (each frees one MAX_STREAMS credit).
+    peer_closed: u64,
+    /// New bytes sent across all streams, and the peer's limit on it.
+    sent_data: u64,
+    peer_max_data: u64,
+    /// Highest offsets received across streams, bytes read, and our limit.
+    received_data: u64,
+    read_data: u64,
+    local_max_data: u64,
+    send_queue: VecDeque<u64>,
+    events: VecDeque<StreamEvent>,
+    /// Frames owed.
+    pub control: StreamControl,
+    /// The largest reorder-buffer occupancy seen on any stream, in packets.
+    pub reorder_max: usize,
+    /// Stream bytes sent again after a loss or a path blackout.
+    pub retransmitted_bytes: u64,
+}
+
+impl Streams {
+    /// The stream layer of one side, with our limits; the peer is assumed to use the same
+    /// initial limits (both ends run braid with compatible defaults, announced values follow).
+    pub fn new(side: Side, limits: StreamLimits) -> Self {
+        Streams {
+            side,
+            streams: BTreeMap::new(),
+            next_local_index: 0,
+            peer_max_streams: limits.max_streams,
+            local_max_streams: limits.max_streams,
+            peer_opened: 0,
+            peer_closed: 0,
+            sent_data: 0,
+            peer_max_data: limits.session_window,
+            received_data: 0,
+            read_data: 0,
+            local_max_data: limits.session_window,
+            send_queue: VecDeque::new(),
+            events: VecDeque::new(),
+            control: StreamControl::default(),
+            reorder_max: 0,
+            retransmitted_bytes: 0,
+            limits,
+        }
+    }
+
+    fn new_stream(&self, class: u8, announce: bool) -> Stream {
+        Stream {
+            class,
+            send: SendStream::new(self.limits.stream_window),
+            recv: RecvStream::new(self.limits.stream_window),
+            announce,
+            queued: false,
+            readable_signalled: false,
+        }
+    }
+
+    /// Opens a stream of traffic class `class`.
+    pub fn open(&mut self, class: u8) -> Result<StreamId, StreamError> {
+        if self.next_local_index >= self.peer_max_streams {
+            return Err(StreamError::Limit);
+        }
+        let id = StreamId::new(self.side, self.next_local_index);
+        self.next_local_index += 1;
+        let s = self.new_stream(class, true);
+        self.streams.insert(id.0, s);
+        self.enqueue(id.0);
+        Ok(id)
+    }
+
+    /// Next stream event for the application.
+    pub fn poll_event(&mut self) -> Option<StreamEvent> {
+        self.events.pop_front()
+    }
+
+    /// Number of open streams.
+    pub fn count(&self) -> usize {
+        self.streams.len()
+    }
+
+    /// The traffic class of a stream.
+    pub fn class(&self, id: StreamId) -> Option<u8> {
+        self.streams.get(&id.0).map(|s| s.class)
+    }
+
+    fn enqueue(&mut self, id: u64) {
+        if let Some(s) = self.streams.get_mut(&id) {
+            if !s.queued {
+                s.queued = true;
+                self.send_queue.push_back(id);
+            }
+        }
+    }
+
+    /// Writes as much of `data` as the send buffer takes; `Blocked` when it takes nothing.
+    pub fn write(&mut self, id: StreamId, data: &[u8]) -> Result<usize, StreamError> {
+        let cap = self.limits.send_buffer;
+        let s = self.streams.get_mut(&id.0).ok_or(StreamError::Unknown)?;
+        if let Some(code) = s.send.stopped {
+            return Err(StreamError::Stopped(code));
+        }
+        if s.send.fin || s.send.reset.is_some() {
+            return Err(StreamError::Closed);
+        }
+        let room = cap.saturating_sub(s.send.buffered()) as usize;
+        let n = room.min(data.len());
+        if n == 0 {
+            s.send.blocked = true;
+            return Err(StreamError::Blocked);
+        }
+        s.send.write(send::to_bytes(&data[..n]));
+        self.enqueue(id.0);
+        Ok(n)
+    }
+
+    /// Writes a `Bytes` without copying, if the buffer has room for all of it.
+    pub fn write_bytes(&mut self, id: StreamId, data: Bytes) -> Result<(), StreamError> {
+        let cap = self.limits.send_buffer;
+        let s = self.streams.get_mut(&id.0).ok_or(StreamError::Unknown)?;
+        if let Some(code) = s.send.stopped {
+            return Err(StreamError::Stopped(code));
+        }
+        if s.send.fin || s.send.reset.is_some() {
+            return Err(StreamError::Closed);
+        }
+        if s.send.buffered() + data.len() as u64 > cap && s.send.buffered() > 0 {
+            s.send.blocked = true;
+            return Err(StreamError::Blocked);
+        }
+        s.send.write(data);
+        self.enqueue(id.0);
+        Ok(())
+    }
+
+    /// Room in a stream's send buffer.
+    pub fn write_room(&self, id: StreamId) -> Result<u64, StreamError> {
+        let s = self.streams.get(&id.0).ok_or(StreamError::Unknown)?;
+        Ok(self.limits.send_buffer.saturating_sub(s.send.buffered()))
+    }
+
+    /// Marks the end of what we send on a stream.
+    pub fn finish(&mut self, id: StreamId) -> Result<(), StreamError> {
+        let s = self.streams.get_mut(&id.0).ok_or(StreamError::Unknown)?;
+        if s.send.reset.is_some() {
+            return Err(StreamError::Closed);
+        }
+        s.send.finish();
+        self.enqueue(id.0);
+        Ok(())
+    }
+
+    /// Abandons our send half.
+    pub fn reset(&mut self, id: StreamId, code: u64) -> Result<(), StreamError> {
+        let s = self.streams.get_mut(&id.0).ok_or(StreamError::Unknown)?;
+        s.send.reset(code);
+        Ok(())
+    }
+
+    /// Stops reading and asks the peer to stop sending.
+    pub fn stop(&mut self, id: StreamId, code: u64) -> Result<(), StreamError> {
+        let s = self.streams.get_mut(&id.0).ok_or(StreamError::Unknown)?;
+        s.recv.stop(code);
+        self.maybe_forget(id.0);
+        Ok(())
+    }
+
+    /// Reads up to `max` bytes in order without copying. `Ok(None)` at the end of the stream.
+    pub fn read_chunk(&mut self, id: StreamId, max: usize) -> Result<Option<Bytes>, StreamError> {
+        let s = self.streams.get_mut(&id.0).ok_or(StreamError::Unknown)?;
+        if let Some(code) = s.recv.reset {
+            s.recv.done = true;
+            self.maybe_forget(id.0);
+            return Err(StreamError::Reset(code));
+        }
+        match s.recv.read_chunk(max) {
+            Some(chunk) => {
+                self.read_data += chunk.len() as u64;
+                if let Some(_credit) = s.recv.credit_update() {
+                    self.control.max_stream_data.push(id.0);
+                }
+                if self.local_max_data - self.read_data < self.limits.session_window / 2 {
+                    self.local_max_data = self.read_data + self.limits.session_window;
+                    self.control.max_data = true;
+                }
+                if !s.recv.is_readable() {
+                    s.readable_signalled = false;
+                }
+                if s.recv.is_finished() {
+                    self.maybe_forget(id.0);
+                }
+                Ok(Some(chunk))
+            }
+            None if s.recv.is_finished() => {
+                s.recv.done = true;
+                self.maybe_forget(id.0);
+                Ok(None)
+            }
+            None => {
+                s.readable_signalled = false;
+                Err(StreamError::Blocked)
+            }
+        }
+    }
+
+    /// Reads into `buf`. `Ok(None)` at the end of the stream.
+    pub fn read(&mut self, id: StreamId, buf: &mut [u8]) -> Result<Option<usize>, StreamError> {
+        let mut n = 0;
+        while n < buf.len() {
+            match self.read_chunk(id, buf.len() - n) {
+                Ok(Some(c)) => {
+                    buf[n..n + c.len()].copy_from_slice(&c);
+                    n += c.len();
+                }
+                Ok(None) if n == 0 => return Ok(None),
+                Err(e) if n == 0 => return Err(e),
+                _ => break,
+            }
+        }
+        Ok(Some(n))
+    }
+
+    /// Forgets a stream once both halves are done; a closed peer stream frees a credit.
+    fn maybe_forget(&mut self, id: u64) {
+        let Some(s) = self.streams.get(&id) else {
+            return;
+        };
+        let send_done = s.send.is_complete() || (s.send.reset.is_some() && s.send.reset_acked);
+        let recv_done = s.recv.done && !s.recv.stop_pending;
+        if send_done && recv_done {
+            self.streams.remove(&id);
+            if StreamId(id).initiator() != self.side {
+                self.peer_closed += 1;
+                self.local_max_streams = self.peer_closed + self.limits.max_streams;
+                self.control.max_streams = true;
+            }
+        }
+    }
+
+    fn get_or_open_peer(&mut self, id: StreamId) -> Result<Option<&mut Stream>, StreamViolation> {
+        if id.initiator() == self.side {
+            // Our own stream: unknown means already closed (or never opened: a violation).
+            if id.index() >= self.next_local_index {
+                return Err(StreamViolation::StreamState);
+            }
+            return Ok(self.streams.get_mut(&id.0));
+        }
+        if id.index() >= self.local_max_streams {
+            return Err(StreamViolation::StreamState);
+        }
+        while self.peer_opened <= id.index() {
+            let new = StreamId::new(id.initiator(), self.peer_opened);
+            self.peer_opened += 1;
+            let s = self.new_stream(0, false);
+            self.streams.insert(new.0, s);
+            self.events.push_back(StreamEvent::Opened(new));
+        }
+        Ok(self.streams.get_mut(&id.0))
+    }
+
+    /// Applies a STREAM frame; returns how many of its bytes were new.
+    pub fn on_stream_frame(
+        &mut self,
+        id: u64,
+        offset: u64,
+        data: Bytes,
+        fin: bool,
+    ) -> Result<u64, StreamViolation> {
+        let window = self.local_max_data;
+        let Some(s) = self.get_or_open_peer(StreamId(id))? else {
+            return Ok(0);
+        };
+        let (grew, fresh) = s.recv.on_frame(offset, data, fin)?;
+        let readable = s.recv.is_readable() && !s.readable_signalled;
+        if readable {
+            s.readable_signalled = true;
+        }
+        let ooo = s.recv.out_of_order_chunks();
+        self.reorder_max = self.reorder_max.max(ooo);
+        self.received_data += grew;
+        if self.received_data > window {
+            return Err(StreamViolation::FlowControl);
+        }
+        if readable {
+            self.events.push_back(StreamEvent::Readable(StreamId(id)));
+        }
+        Ok(fresh)
+    }
+
+    /// Applies STREAM_OPEN.
+    pub fn on_stream_open(&mut self, id: u64, class: u8) -> Result<(), StreamViolation> {
+        if let Some(s) = self.get_or_open_peer(StreamId(id))? {
+            s.class = class;
+        }
+        Ok(())
+    }
+
+    /// Applies RESET_STREAM.
+    pub fn on_reset(&mut self, id: u64, code: u64, final_size: u64) -> Result<(), StreamViolation> {
+        let Some(s) = self.get_or_open_peer(StreamId(id))? else {
+            return Ok(());
+        };
+        if s.recv.reset.is_some() {
+            return Ok(());
+        }
+        let grew = s.recv.on_reset(code, final_size)?;
+        self.received_data += grew;
+        self.events
+            .push_back(StreamEvent::Reset(StreamId(id), code));
+        Ok(())
+    }
+
+    /// Applies STOP_SENDING: we reset our send half in answer.
+    pub fn on_stop_sending(&mut self, id: u64, code: u64) -> Result<(), StreamViolation> {
+        let Some(s) = self.get_or_open_peer(StreamId(id))? else {
+            return Ok(());
+        };
+        if s.send.stopped.is_none() {
+            s.send.stopped = Some(code);
+            s.send.reset(code);
+            self.events
+                .push_back(StreamEvent::Stopped(StreamId(id), code));
+        }
+        Ok(())
+    }
+
+    /// Applies MAX_STREAM_DATA.
+    pub fn on_max_stream_data(&mut self, id: u64, max: u64) -> Result<(), StreamViolation> {
+        let Some(s) = self.get_or_open_peer(StreamId(id))? else {
+            return Ok(());
+        };
+        if max > s.send.max_data {
+            s.send.max_data = max;
+            self.enqueue(id);
+        }
+        Ok(())
+    }
+
+    /// Applies MAX_DATA.
+    pub fn on_max_data(&mut self, max: u64) {
+        if max > self.peer_max_data {
+            self.peer_max_data = max;
+            let ids: Vec<u64> = self.streams.keys().copied().collect();
+            for id in ids {
+                self.enqueue(id);
+            }
+        }
+    }
+
+    /// Applies MAX_STREAMS.
+    pub fn on_max_streams(&mut self, count: u64) {
+        self.peer_max_streams = self.peer_max_streams.max(count);
+    }
+
+    /// Our current MAX_DATA value.
+    pub fn local_max_data(&self) -> u64 {
+        self.local_max_data
+    }
+
+    /// Our current MAX_STREAMS value.
+    pub fn local_max_streams(&self) -> u64 {
+        self.local_max_streams
+    }
+
+    /// Our current MAX_STREAM_DATA value for a stream.
+    pub fn local_max_stream_data(&self, id: u64) -> Option<u64> {
+        self.streams.get(&id).map(|s| s.recv.max_data)
+    }
+
+    /// True when some stream has data (or a FIN) to send.
+    pub fn has_sendable(&self) -> bool {
+        let credit = self.peer_max_data.saturating_sub(self.sent_data);
+        self.send_queue
+            .iter()
+            .filter_map(|id| self.streams.get(id))
+            .any(|s| s.send.has_sendable(credit) || s.announce)
+    }
+
+    /// True when some stream has retransmissions queued.
+    pub fn has_retransmit(&self) -> bool {
+        self.send_queue
+            .iter()
+            .filter_map(|id| self.streams.get(id))
+            .any(|s| s.send.has_retransmit())
+    }
+
+    /// The class of the stream that would send next (highest priority first is decided by the
+    /// caller through `priority`).
+    pub fn next_class(&self, priority: impl Fn(u8) -> u8) -> Option<u8> {
+        let credit = self.peer_max_data.saturating_sub(self.sent_data);
+        self.send_queue
+            .iter()
+            .filter_map(|id| self.streams.get(id))
+            .filter(|s| s.send.has_sendable(credit) || s.announce)
+            .map(|s| s.class)
+            .min_by_key(|c| priority(*c))
+    }
+
+    /// Takes the next chunk to send from the highest-priority stream with something to send
+    /// (round-robin among equals), sized so that its frame (and a STREAM_OPEN, if the stream
+    /// must still be announced) fits in `room` bytes. Returns the stream id, the chunk (None
+    /// when only the announcement fits or is due) and the class to announce.
+    pub fn next_chunk(
+        &mut self,
+        room: usize,
+        priority: impl Fn(u8) -> u8,
+    ) -> Option<(u64, Option<Chunk>, Option<u8>)> {
+        let credit = self.peer_max_data.saturating_sub(self.sent_data);
+        let mut best: Option<(usize, u8)> = None;
+        let mut i = 0;
+        while i < self.send_queue.len() {
+            let id = self.send_queue[i];
+            match self.streams.get_mut(&id) {
+                Some(s) if s.send.has_sendable(credit) || s.announce => {
+                    let p = priority(s.class);
+                    if best.is_none_or(|(_, bp)| p < bp) {
+                        best = Some((i, p));
+                    }
+                    i += 1;
+                }
+                Some(s) => {
+                    // Nothing to send: leave the queue until something is written or lost.
+                    s.queued = false;
+                    self.send_queue.remove(i);
+                }
+                None => {
+                    self.send_queue.remove(i);
+                }
+            }
+        }
+        let (idx, _) = best?;
+        let id = self.send_queue.remove(idx)?;
+        let s = self.streams.get_mut(&id)?;
+        s.queued = false;
+        let announce_len = if s.announce { 2 + varint::size(id) } else { 0 };
+        let max_len = |offset: u64| {
+            room.saturating_sub(announce_len + encode::stream_header_len(id, offset, None))
+        };
+        let chunk = s.send.next_chunk(max_len, credit);
+        let announce = if s.announce && announce_len <= room {
+            s.announce = false;
+            Some(s.class)
+        } else {
+            None
+        };
+        if let Some(c) = &chunk {
+            if c.retransmit {
+                self.retransmitted_bytes += c.len as u64;
+            } else {
+                self.sent_data += c.len as u64;
+            }
+        }
+        // Round-robin: to the back of the queue if more remains.
+        if s.send
+            .has_sendable(self.peer_max_data.saturating_sub(self.sent_data))
+            || s.announce
+        {
+            s.queued = true;
+            self.send_queue.push_back(id);
+        }
+        if chunk.is_none() && announce.is_none() {
+            return None;
+        }
+        Some((id, chunk, announce))
+    }
+
+    /// Copies stream bytes into a packet.
+    pub fn copy_range(&self, id: u64, offset: u64, len: usize, out: &mut Vec<u8>) {
+        if let Some(s) = self.streams.get(&id) {
+            s.send.copy_range(offset, len, out);
+        }
+    }
+
+    /// A STREAM frame we sent was acknowledged.
+    pub fn on_frame_acked(&mut self, id: u64, offset: u64, len: u64, fin: bool) {
+        let cap = self.limits.send_buffer;
+        let Some(s) = self.streams.get_mut(&id) else {
+            return;
+        };
+        s.send.on_acked(offset, len, fin);
+        if s.send.blocked && s.send.buffered() < cap {
+            s.send.blocked = false;
+            self.events.push_back(StreamEvent::Writable(StreamId(id)));
+        }
+        if s.send.is_complete() {
+            self.events.push_back(StreamEvent::Finished(StreamId(id)));
+            self.maybe_forget(id);
+        }
+    }
+
+    /// A STREAM frame we sent was lost (or its path went silent).
+    pub fn on_frame_lost(&mut self, id: u64, offset: u64, len: u64, fin: bool) {
+        if let Some(s) = self.streams.get_mut(&id) {
+            s.send.on_lost(offset, len, fin);
+            self.enqueue(id);
+        }
+    }
+
+    /// A STREAM_OPEN we sent was lost: announce the class again with the next frame.
+    pub fn on_open_lost(&mut self, id: u64) {
+        if let Some(s) = self.streams.get_mut(&id) {
+            s.announce = true;
+            self.enqueue(id);
+        }
+    }
+
+    /// Streams with RESET_STREAM to send: (id, code, final size).
+    pub fn pending_resets(&self) -> Vec<(u64, u64, u64)> {
+        self.streams
+            .iter()
+            .filter(|(_, s)| s.send.reset_pending)
+            .filter_map(|(id, s)| Some((*id, s.send.reset?, s.send.final_size())))
+            .collect()
+    }
+
+    /// Marks RESET_STREAM as sent (`true`), lost (`false` re-arms it) or acknowledged.
+    pub fn on_reset_sent(&mut self, id: u64, state: FrameFate) {
+        if let Some(s) = self.streams.get_mut(&id) {
+            match state {
+                FrameFate::Sent => s.send.reset_pending = false,
+                FrameFate::Lost => {
+                    s.send.reset_pending = s.send.reset.is_some() && !s.send.reset_acked
+                }
+                FrameFate::Acked => s.send.reset_acked = true,
+            }
+        }
+        if state == FrameFate::Acked {
+            self.maybe_forget(id);
+        }
+    }
+
+    /// Streams with STOP_SENDING to send: (id, code).
+    pub fn pending_stops(&self) -> Vec<(u64, u64)> {
+        self.streams
+            .iter()
+            .filter(|(_, s)| s.recv.stop_pending)
+            .filter_map(|(id, s)| Some((*id, s.recv.stopped?)))
+            .collect()
+    }
+
+    /// Marks STOP_SENDING as sent, lost or acknowledged.
+    pub fn on_stop_sent(&mut self, id: u64, state: FrameFate) {
+        if let Some(s) = self.streams.get_mut(&id) {
+            match state {
+                FrameFate::Sent => s.recv.stop_pending = false,
+                FrameFate::Lost => s.recv.stop_pending = true,
+                FrameFate::Acked => {}
+            }
+        }
+        if state == FrameFate::Acked {
+            self.maybe_forget(id);
+        }
+    }
+
+    /// Session-level flow control: (new bytes sent, peer's limit, bytes received, our limit).
+    pub fn flow(&self) -> (u64, u64, u64, u64) {
+        (
+            self.sent_data,
+            self.peer_max_data,
+            self.received_data,
+            self.local_max_data,
+        )
+    }
+
+    /// Bytes in send buffers across streams.
+    pub fn buffered_send_bytes(&self) -> u64 {
+        self.streams.values().map(|s| s.send.buffered()).sum()
+    }
+
+    /// Current reorder-buffer occupancy (packets held behind gaps) across streams.
+    pub fn reorder_now(&self) -> usize {
+        self.streams
+            .values()
+            .map(|s| s.recv.out_of_order_chunks())
+            .sum()
+    }
+}
+
+/// What happened to a control frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameFate {
+    /// It left in a packet.
+    Sent,
+    /// Its packet was lost.
+    Lost,
+    /// Its packet was acknowledged.
+    Acked,
+}

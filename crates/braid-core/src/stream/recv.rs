@@ -1,0 +1,269 @@
+//! The receive half of a stream: the reorder buffer. Bytes arriving out of order over
+//! different paths wait here until the gap before them is filled (seed 004's receiver
+//! middleware buffer), then are read in order.
+
+use crate::ranges::RangeSet;
+use bytes::Bytes;
+use std::collections::BTreeMap;
+
+/// Why a STREAM frame was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecvError {
+    /// Data beyond the credit we gave.
+    FlowControl,
+    /// Data beyond, or a FIN contradicting, the final size.
+    FinalSize,
+}
+
+/// Receive-side state of one stream.
+#[derive(Debug)]
+pub struct RecvStream {
+    chunks: BTreeMap<u64, Bytes>,
+    received: RangeSet,
+    read_offset: u64,
+    highest: u64,
+    final_size: Option<u64>,
+    /// The credit announced to the peer.
+    pub max_data: u64,
+    window: u64,
+    /// The peer reset the stream with this code.
+    pub reset: Option<u64>,
+    /// We asked the peer to stop sending with this code.
+    pub stopped: Option<u64>,
+    /// STOP_SENDING must be (re)sent.
+    pub stop_pending: bool,
+    /// The application read to the end (or saw the reset).
+    pub done: bool,
+}
+
+impl RecvStream {
+    /// A receive half granting `window` bytes of credit.
+    pub fn new(window: u64) -> Self {
+        RecvStream {
+            chunks: BTreeMap::new(),
+            received: RangeSet::new(),
+            read_offset: 0,
+            highest: 0,
+            final_size: None,
+            max_data: window,
+            window,
+            reset: None,
+            stopped: None,
+            stop_pending: false,
+            done: false,
+        }
+    }
+
+    /// Highest offset received (what counts against connection-level flow control).
+    pub fn highest(&self) -> u64 {
+        self.highest
+    }
+
+    /// Applies a STREAM frame. Returns how far `highest` moved and how many bytes were new.
+    pub fn on_frame(
+        &mut self,
+        offset: u64,
+        data: Bytes,
+        fin: bool,
+    ) -> Result<(u64, u64), RecvError> {
+        let end = offset + data.len() as u64;
+        if end > self.max_data {
+            return Err(RecvError::FlowControl);
+        }
+        if let Some(f) = self.final_size {
+            if end > f || (fin && end != f) {
+                return Err(RecvError::FinalSize);
+            }
+        }
+        if fin {
+            if end < self.highest {
+                return Err(RecvError::FinalSize);
+            }
+            self.final_size = Some(end);
+        }
+        let grew = end.saturating_sub(self.highest);
+        self.highest = self.highest.max(end);
+        if self.reset.is_some() || self.stopped.is_some() {
+            return Ok((grew, 0));
+        }
+        let start = offset.max(self.read_offset);
+        let mut fresh = 0;
+        if start < end {
+            for gap in self.received.gaps_in(start..end) {
+                let from = (gap.start - offset) as usize;
+                let to = (gap.end - offset) as usize;
+                fresh += (to - from) as u64;
+                self.chunks.insert(gap.start, data.slice(from..to));
+            }
+            self.received.insert(start..end);
+        }
+        Ok((grew, fresh))
+    }
+
+    /// End of the bytes readable in order.
+    fn contiguous_end(&self) -> u64 {
+        match self.received.first() {
+            Some(r) if r.start <= self.read_offset => r.end,
+            _ => self.read_offset,
+        }
+    }
+
+    /// Chunks held behind a gap: the reorder-buffer occupancy in packets.
+    pub fn out_of_order_chunks(&self) -> usize {
+        let c = self.contiguous_end();
+        if self.received.len() <= 1
+            && self
+                .received
+                .first()
+                .is_none_or(|r| r.start <= self.read_offset)
+        {
+            return 0;
+        }
+        self.chunks.range(c..).count()
+    }
+
+    /// True when `read` would return data or the end of the stream.
+    pub fn is_readable(&self) -> bool {
+        self.contiguous_end() > self.read_offset
+            || self.final_size == Some(self.read_offset)
+            || self.reset.is_some()
+    }
+
+    /// Bytes readable in order right now.
+    pub fn readable_bytes(&self) -> u64 {
+        self.contiguous_end() - self.read_offset
+    }
+
+    /// Takes up to `max` bytes in order, without copying. `None` when nothing is readable.
+    pub fn read_chunk(&mut self, max: usize) -> Option<Bytes> {
+        let mut entry = self.chunks.first_entry()?;
+        if *entry.key() != self.read_offset || max == 0 {
+            return None;
+        }
+        let chunk = entry.get_mut();
+        let out = if chunk.len() <= max {
+            entry.remove()
+        } else {
+            let head = chunk.split_to(max);
+            let rest = entry.remove();
+            self.chunks
+                .insert(self.read_offset + head.len() as u64, rest);
+            head
+        };
+        self.read_offset += out.len() as u64;
+        self.received.remove_below(self.read_offset);
+        if self.final_size == Some(self.read_offset) {
+            self.done = true;
+        }
+        Some(out)
+    }
+
+    /// True when every byte up to the final size has been read.
+    pub fn is_finished(&self) -> bool {
+        self.final_size == Some(self.read_offset)
+    }
+
+    /// Bytes consumed by the application.
+    pub fn read_offset(&self) -> u64 {
+        self.read_offset
+    }
+
+    /// The new credit to announce, when the application has consumed half a window.
+    pub fn credit_update(&mut self) -> Option<u64> {
+        if self.final_size.is_some() || self.reset.is_some() {
+            return None;
+        }
+        let target = self.read_offset + self.window;
+        if target >= self.max_data + self.window / 2 {
+            self.max_data = target;
+            Some(target)
+        } else {
+            None
+        }
+    }
+
+    /// The peer reset the stream: drop what is buffered. Returns how far `highest` moved.
+    pub fn on_reset(&mut self, code: u64, final_size: u64) -> Result<u64, RecvError> {
+        if final_size < self.highest || self.final_size.is_some_and(|f| f != final_size) {
+            return Err(RecvError::FinalSize);
+        }
+        if final_size > self.max_data {
+            return Err(RecvError::FlowControl);
+        }
+        let grew = final_size - self.highest;
+        self.highest = final_size;
+        self.final_size = Some(final_size);
+        self.reset = Some(code);
+        self.chunks.clear();
+        self.received = RangeSet::new();
+        Ok(grew)
+    }
+
+    /// We stop reading: drop buffered data and ask the peer to stop.
+    pub fn stop(&mut self, code: u64) {
+        if self.stopped.is_none() {
+            self.stopped = Some(code);
+            self.stop_pending = true;
+            self.chunks.clear();
+            self.done = true;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reorders_and_dedupes() {
+        let mut r = RecvStream::new(100);
+        assert_eq!(
+            r.on_frame(5, Bytes::from_static(b"56789"), true),
+            Ok((10, 5))
+        );
+        assert_eq!(r.out_of_order_chunks(), 1);
+        assert!(!r.is_readable());
+        assert_eq!(
+            r.on_frame(2, Bytes::from_static(b"2345"), false),
+            Ok((0, 3))
+        );
+        assert_eq!(r.on_frame(0, Bytes::from_static(b"01"), false), Ok((0, 2)));
+        assert_eq!(r.out_of_order_chunks(), 0);
+        let mut all = Vec::new();
+        while let Some(c) = r.read_chunk(3) {
+            all.extend_from_slice(&c);
+        }
+        assert_eq!(all, b"0123456789");
+        assert!(r.is_finished());
+        assert_eq!(r.on_frame(0, Bytes::from_static(b"01"), false), Ok((0, 0)));
+        assert!(r.read_chunk(10).is_none());
+    }
+
+    #[test]
+    fn enforces_limits() {
+        let mut r = RecvStream::new(10);
+        assert_eq!(
+            r.on_frame(8, Bytes::from_static(b"abc"), false),
+            Err(RecvError::FlowControl)
+        );
+        assert_eq!(r.on_frame(0, Bytes::from_static(b"abc"), true), Ok((3, 3)));
+        assert_eq!(
+            r.on_frame(3, Bytes::from_static(b"d"), false),
+            Err(RecvError::FinalSize)
+        );
+        assert_eq!(
+            r.on_frame(0, Bytes::from_static(b"ab"), true),
+            Err(RecvError::FinalSize)
+        );
+    }
+
+    #[test]
+    fn grants_credit_after_half_a_window() {
+        let mut r = RecvStream::new(10);
+        r.on_frame(0, Bytes::from_static(b"0123456"), false)
+            .unwrap();
+        assert!(r.credit_update().is_none());
+        r.read_chunk(7).unwrap();
+        assert_eq!(r.credit_update(), Some(17));
+    }
+}

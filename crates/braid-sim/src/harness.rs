@@ -1,0 +1,340 @@
+//! Drives one client and one server core over the simulated network in virtual time.
+
+use crate::link::LinkSpec;
+use crate::net::{client_addr, link_of, Net, SERVER};
+use crate::report::{CutReport, PathReport, SimReport};
+use crate::workload::{Bulk, Timeline};
+use braid_core::{
+    ClientConfig, DatagramEvent, Endpoint, ServerConfig, Session, SessionConfig, StaticSecret,
+    Timestamp,
+};
+use bytes::BytesMut;
+use std::time::{Duration, Instant};
+
+/// Width of a timeline bucket.
+pub const TIMELINE_BUCKET: Duration = Duration::from_millis(100);
+/// Virtual-time steps allowed without the clock moving before the run is declared stuck
+/// (a core that keeps asking to be woken "now" without doing anything is a bug).
+const MAX_IDLE_STEPS: u32 = 100_000;
+
+/// A simulation run.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    /// The links, in order (link 0 carries the handshake).
+    pub links: Vec<LinkSpec>,
+    /// Virtual duration.
+    pub duration: Duration,
+    /// Seed of every random choice (links and cores).
+    pub seed: u64,
+    /// Session settings (scheduler, congestion controller, …) for both sides.
+    pub session: SessionConfig,
+    /// Bytes to transfer; None for as many as the run allows.
+    pub bulk_bytes: Option<u64>,
+}
+
+/// Why a run could not complete.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// No links.
+    #[error("at least one --link is needed")]
+    NoLinks,
+    /// More links than the simulator addresses.
+    #[error("at most 250 links")]
+    TooManyLinks,
+    /// The cores stopped making progress in virtual time.
+    #[error("simulation stuck at t={0:?}: a core keeps asking to be woken without acting")]
+    Stuck(Duration),
+}
+
+fn ts(t: Duration) -> Timestamp {
+    Timestamp::from_duration(t)
+}
+
+struct Sides {
+    client: Session,
+    endpoint: Endpoint,
+    server: Option<Box<Session>>,
+}
+
+/// Runs a simulation.
+pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
+    if cfg.links.is_empty() {
+        return Err(SimError::NoLinks);
+    }
+    if cfg.links.len() > 250 {
+        return Err(SimError::TooManyLinks);
+    }
+    let wall = Instant::now();
+    let client_key = StaticSecret::from_bytes(seeded_key(cfg.seed, 1));
+    let server_key = StaticSecret::from_bytes(seeded_key(cfg.seed, 2));
+    let client_cfg = ClientConfig {
+        secret: client_key.clone(),
+        server_key: server_key.public_key(),
+        session: cfg.session.clone(),
+    };
+    let server_cfg = ServerConfig {
+        secret: server_key,
+        clients: vec![client_key.public_key()],
+        session: cfg.session.clone(),
+    };
+    let mut now = Duration::ZERO;
+    let mut sides = Sides {
+        client: Session::connect(
+            &client_cfg,
+            ts(now),
+            Some(client_addr(0)),
+            SERVER,
+            cfg.seed ^ 0xc11e47,
+            1,
+        ),
+        endpoint: Endpoint::new(server_cfg, cfg.seed ^ 0x5e7e7),
+        server: None,
+    };
+    for i in 1..cfg.links.len() {
+        // Paths wait for the handshake, then validate.
+        let _ = sides.client.add_path(ts(now), Some(client_addr(i)), SERVER);
+    }
+    let mut net = Net::new(cfg.links.clone(), cfg.seed);
+    let mut bulk = Bulk::new(cfg.seed, cfg.bulk_bytes);
+    let mut timeline = Timeline::new(TIMELINE_BUCKET, cfg.duration);
+    let mut buf = Vec::with_capacity(2048);
+    let mut idle_steps = 0u32;
+    let mut finished_at = None;
+    loop {
+        // Packets arriving now.
+        while let Some(a) = net.pop_due(now) {
+            let data = BytesMut::from(&a.data[..]);
+            if a.to_server {
+                deliver_to_server(&mut sides, now, a.link, data);
+            } else {
+                sides
+                    .client
+                    .handle_datagram(ts(now), Some(client_addr(a.link)), SERVER, data);
+            }
+        }
+        // Timers.
+        if sides.client.poll_timeout().is_some_and(|t| t <= ts(now)) {
+            sides.client.handle_timeout(ts(now));
+        }
+        if let Some(s) = sides.server.as_mut() {
+            if s.poll_timeout().is_some_and(|t| t <= ts(now)) {
+                s.handle_timeout(ts(now));
+            }
+        }
+        // Applications, then transmissions, until both sides are quiet.
+        loop {
+            let mut progressed = false;
+            while let Some(e) = sides.client.poll_event() {
+                bulk.client_step(&mut sides.client, Some(&e));
+            }
+            bulk.client_step(&mut sides.client, None);
+            if let Some(s) = sides.server.as_mut() {
+                while let Some(e) = s.poll_event() {
+                    let got = bulk.server_step(s, Some(&e));
+                    timeline.add(now, got);
+                }
+                let got = bulk.server_step(s, None);
+                timeline.add(now, got);
+            }
+            while let Some(t) = sides.client.poll_transmit(ts(now), &mut buf) {
+                let link = t.source.and_then(link_of).unwrap_or(0);
+                net.send(now, link, true, &buf[..t.size]);
+                progressed = true;
+            }
+            if let Some(s) = sides.server.as_mut() {
+                while let Some(t) = s.poll_transmit(ts(now), &mut buf) {
+                    let link = link_of(t.destination).unwrap_or(0);
+                    net.send(now, link, false, &buf[..t.size]);
+                    progressed = true;
+                }
+            }
+            if !progressed {
+                break;
+            }
+        }
+        if bulk.complete && finished_at.is_none() {
+            finished_at = Some(now);
+        }
+        if sides.client.is_closed() || (cfg.bulk_bytes.is_some() && bulk.complete) {
+            break;
+        }
+        // Next instant something happens.
+        let next = [
+            net.next_arrival(),
+            sides.client.poll_timeout().map(|t| t.as_duration()),
+            sides
+                .server
+                .as_ref()
+                .and_then(|s| s.poll_timeout())
+                .map(|t| t.as_duration()),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        let Some(next) = next else { break };
+        if next <= now {
+            idle_steps += 1;
+            if idle_steps > MAX_IDLE_STEPS {
+                return Err(SimError::Stuck(now));
+            }
+        } else {
+            idle_steps = 0;
+        }
+        let next = next.max(now);
+        if next > cfg.duration {
+            break;
+        }
+        now = next;
+    }
+    let end = finished_at
+        .unwrap_or(cfg.duration)
+        .max(Duration::from_millis(1));
+    Ok(build_report(
+        cfg,
+        &sides,
+        &net,
+        &bulk,
+        timeline,
+        end,
+        wall.elapsed(),
+    ))
+}
+
+fn deliver_to_server(sides: &mut Sides, now: Duration, link: usize, data: BytesMut) {
+    let remote = client_addr(link);
+    match sides.endpoint.handle(ts(now), Some(SERVER), remote, &data) {
+        DatagramEvent::Route(id) => {
+            if let Some(s) = sides.server.as_mut().filter(|s| s.id() == id) {
+                s.handle_datagram(ts(now), Some(SERVER), remote, data);
+            }
+        }
+        DatagramEvent::Accepted { session, .. } => sides.server = Some(session),
+        DatagramEvent::Respond(_) | DatagramEvent::Dropped(_) => {}
+    }
+}
+
+fn seeded_key(seed: u64, which: u8) -> [u8; 32] {
+    use rand_core::{RngCore, SeedableRng};
+    let mut k = [0u8; 32];
+    rand_chacha::ChaCha8Rng::seed_from_u64(seed.wrapping_mul(31).wrapping_add(u64::from(which)))
+        .fill_bytes(&mut k);
+    k
+}
+
+fn build_report(
+    cfg: &SimConfig,
+    sides: &Sides,
+    net: &Net,
+    bulk: &Bulk,
+    timeline: Timeline,
+    end: Duration,
+    wall: Duration,
+) -> SimReport {
+    let secs = end.as_secs_f64();
+    let capacity: u64 = cfg.links.iter().map(|l| l.rate_bps).sum();
+    let goodput = bulk.delivered as f64 * 8.0 / secs;
+    let server = sides.server.as_deref();
+    let paths = (0..cfg.links.len())
+        .map(|i| {
+            let client_path = sides.client.path_ids().into_iter().find_map(|id| {
+                let info = sides.client.path_info(id)?;
+                (info.local == Some(client_addr(i))).then_some(info)
+            });
+            let server_path = server.and_then(|s| {
+                s.path_ids().into_iter().find_map(|id| {
+                    let info = s.path_info(id)?;
+                    (info.remote == client_addr(i)).then_some(info)
+                })
+            });
+            PathReport {
+                link: cfg.links[i].to_string(),
+                goodput_bps: server_path
+                    .as_ref()
+                    .map_or(0.0, |p| p.stats.stream_bytes_received as f64 * 8.0 / secs),
+                srtt_ms: client_path
+                    .as_ref()
+                    .map_or(0.0, |p| p.srtt.as_secs_f64() * 1e3),
+                lost_packets: client_path.as_ref().map_or(0, |p| p.stats.packets_lost),
+                retransmitted_bytes: client_path
+                    .as_ref()
+                    .map_or(0, |p| p.stats.retransmitted_bytes),
+                state: client_path.as_ref().map_or_else(
+                    || "closed".into(),
+                    |p| format!("{:?}", p.state).to_lowercase(),
+                ),
+                queue_drops: net.counters(i).up_drops[0],
+                wire_drops: net.counters(i).up_drops[1],
+            }
+        })
+        .collect();
+    let cuts = cut_reports(cfg, &timeline);
+    SimReport {
+        seed: cfg.seed,
+        scheduler: sides.client.scheduler_name().to_string(),
+        congestion: cfg.session.congestion.to_string(),
+        duration_s: secs,
+        goodput_bps: goodput,
+        capacity_bps: capacity as f64,
+        efficiency: goodput / capacity as f64,
+        intact: bulk.intact
+            && bulk.errors.is_empty()
+            && (cfg.bulk_bytes.is_none() || bulk.complete),
+        delivered_bytes: bulk.delivered,
+        reorder_max_packets: server.map_or(0, |s| s.reorder_max()),
+        retransmitted_bytes: sides.client.retransmitted_bytes(),
+        paths,
+        timeline: timeline
+            .bytes
+            .iter()
+            .enumerate()
+            .take_while(|(i, _)| (*i as u64) * 100 < end.as_millis() as u64)
+            .map(|(i, b)| {
+                (
+                    i as u64 * 100,
+                    *b as f64 * 8.0 / TIMELINE_BUCKET.as_secs_f64(),
+                )
+            })
+            .collect(),
+        cuts,
+        closed: sides.client.close_reason().map(|r| r.to_string()),
+        errors: bulk.errors.clone(),
+        wire_digest: format!("{:016x}", net.digest()),
+        wall_s: wall.as_secs_f64(),
+        speedup: end.as_secs_f64() / wall.as_secs_f64().max(1e-9),
+    }
+}
+
+/// For every outage: how long until the 1-second goodput average reached 90% of the capacity
+/// of the links still up.
+fn cut_reports(cfg: &SimConfig, timeline: &Timeline) -> Vec<CutReport> {
+    let mut out = Vec::new();
+    for (i, l) in cfg.links.iter().enumerate() {
+        for (from, to) in &l.down {
+            let surviving: u64 = cfg
+                .links
+                .iter()
+                .enumerate()
+                .filter(|(j, o)| *j != i && !o.is_down(*from))
+                .map(|(_, o)| o.rate_bps)
+                .sum();
+            let target = 0.9 * surviving as f64;
+            let mut recovery = None;
+            let mut t = *from;
+            while t + Duration::from_secs(1) <= cfg.duration.min(*to) {
+                if timeline.average(t, Duration::from_secs(1)) >= target {
+                    recovery = Some((t - *from).as_millis() as u64);
+                    break;
+                }
+                t += TIMELINE_BUCKET;
+            }
+            out.push(CutReport {
+                link: i,
+                at_ms: from.as_millis() as u64,
+                until_ms: (*to < Duration::MAX / 2).then(|| to.as_millis() as u64),
+                surviving_bps: surviving as f64,
+                recovery_ms: recovery,
+            });
+        }
+    }
+    out
+}

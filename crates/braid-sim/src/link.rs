@@ -1,0 +1,388 @@
+//! The link model shared by the simulator and the link emulator: a bottleneck with a rate
+//! (which may change over time), a bounded drop-tail queue, propagation delay and jitter,
+//! random or bursty (Gilbert–Elliott) loss, duplication, and outages.
+//!
+//! A link spec reads `RATE/DELAY[/key=value...]`, for example
+//! `20mbit/10ms`, `5mbit/40ms/loss=1%/jitter=2ms`,
+//! `10mbit/20ms/capacity=10mbit@0s,4mbit@20s`, `8mbit/30ms/ge=1%:20%:50%`.
+//! DELAY is the one-way propagation delay (each direction), so the base RTT is twice it.
+//!
+//! | key | meaning |
+//! | --- | --- |
+//! | `loss=P%` | independent random loss per packet, applied on the wire after the queue |
+//! | `jitter=D` | extra delay uniform in [0, D]; packets stay in order unless `reorder` |
+//! | `queue=N` | drop-tail queue limit: bytes (`64000`), packets (`100p`) or time at rate (`50ms`); default 100 ms at the base rate, at least 16 packets |
+//! | `ge=P:R:L%` | Gilbert–Elliott: P(good→bad), P(bad→good), loss in the bad state |
+//! | `dup=P%` | duplicate a packet with this probability |
+//! | `reorder=P%` | let a packet skip the in-order rule (it may overtake) |
+//! | `capacity=R@T,R@T…` | rate changes over time (cross traffic) |
+//! | `down=T-T,…` | outages, e.g. `down=10s-20s` |
+
+use crate::units::{parse_duration, parse_percent, parse_rate};
+use rand_chacha::ChaCha8Rng;
+use rand_core::RngCore;
+use std::collections::VecDeque;
+use std::fmt;
+use std::time::Duration;
+
+/// Bytes an IPv4 and UDP header add to every datagram on the wire.
+pub const IP_UDP_OVERHEAD: usize = 28;
+
+/// Gilbert–Elliott bursty loss.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GilbertElliott {
+    /// Probability of moving from the good to the bad state per packet.
+    pub to_bad: f64,
+    /// Probability of moving from the bad to the good state per packet.
+    pub to_good: f64,
+    /// Loss probability in the bad state (the good state loses nothing).
+    pub bad_loss: f64,
+}
+
+/// How the queue limit was given.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum QueueLimit {
+    /// Bytes.
+    Bytes(u64),
+    /// Packets (of 1500 bytes).
+    Packets(u64),
+    /// Time at the base rate.
+    Time(Duration),
+}
+
+/// One link, as configured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinkSpec {
+    /// Base rate, bit/s.
+    pub rate_bps: u64,
+    /// One-way propagation delay.
+    pub delay: Duration,
+    /// Jitter bound.
+    pub jitter: Duration,
+    /// Random loss probability.
+    pub loss: f64,
+    /// Bursty loss.
+    pub gilbert: Option<GilbertElliott>,
+    /// Queue limit.
+    pub queue: QueueLimit,
+    /// Duplication probability.
+    pub dup: f64,
+    /// Probability that a packet may overtake others.
+    pub reorder: f64,
+    /// Rate changes: (from time, rate bit/s), sorted.
+    pub capacity: Vec<(Duration, u64)>,
+    /// Outages: [from, to).
+    pub down: Vec<(Duration, Duration)>,
+}
+
+impl LinkSpec {
+    /// A plain link: rate and one-way delay.
+    pub fn new(rate_bps: u64, delay: Duration) -> Self {
+        LinkSpec {
+            rate_bps,
+            delay,
+            jitter: Duration::ZERO,
+            loss: 0.0,
+            gilbert: None,
+            queue: QueueLimit::Time(Duration::from_millis(100)),
+            dup: 0.0,
+            reorder: 0.0,
+            capacity: Vec::new(),
+            down: Vec::new(),
+        }
+    }
+
+    /// Parses `RATE/DELAY[/key=value...]`.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let mut parts = s.split('/');
+        let rate = parse_rate(parts.next().unwrap_or(""))?;
+        let delay = parse_duration(
+            parts
+                .next()
+                .ok_or_else(|| format!("link '{s}' needs RATE/DELAY, e.g. 20mbit/10ms"))?,
+        )?;
+        let mut spec = LinkSpec::new(rate, delay);
+        for opt in parts {
+            let (k, v) = opt
+                .split_once('=')
+                .ok_or_else(|| format!("link option '{opt}' must be key=value"))?;
+            match k {
+                "loss" => spec.loss = parse_percent(v)?,
+                "jitter" => spec.jitter = parse_duration(v)?,
+                "dup" => spec.dup = parse_percent(v)?,
+                "reorder" => spec.reorder = parse_percent(v)?,
+                "queue" => spec.queue = parse_queue(v)?,
+                "ge" => spec.gilbert = Some(parse_ge(v)?),
+                "capacity" => spec.capacity = parse_capacity(v)?,
+                "down" => spec.down = parse_down(v)?,
+                other => return Err(format!("unknown link option '{other}' (loss, jitter, queue, ge, dup, reorder, capacity, down)")),
+            }
+        }
+        Ok(spec)
+    }
+
+    /// The rate in force at `t`.
+    pub fn rate_at(&self, t: Duration) -> u64 {
+        self.capacity
+            .iter()
+            .rev()
+            .find(|(from, _)| *from <= t)
+            .map_or(self.rate_bps, |(_, r)| *r)
+    }
+
+    /// True when the link is down at `t`.
+    pub fn is_down(&self, t: Duration) -> bool {
+        self.down.iter().any(|(a, b)| *a <= t && t < *b)
+    }
+
+    /// True when an outage overlaps `[a, b]`.
+    pub fn down_between(&self, a: Duration, b: Duration) -> bool {
+        self.down.iter().any(|(x, y)| *x <= b && a < *y)
+    }
+
+    /// The queue limit in bytes.
+    pub fn queue_bytes(&self) -> u64 {
+        let min = 16 * 1500;
+        match self.queue {
+            QueueLimit::Bytes(b) => b,
+            QueueLimit::Packets(p) => p * 1500,
+            QueueLimit::Time(d) => ((self.rate_bps as f64 / 8.0 * d.as_secs_f64()) as u64).max(min),
+        }
+    }
+}
+
+impl fmt::Display for LinkSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}/{}ms",
+            crate::units::format_rate(self.rate_bps as f64).replace(' ', ""),
+            self.delay.as_millis()
+        )?;
+        if self.loss > 0.0 {
+            write!(f, "/loss={}%", self.loss * 100.0)?;
+        }
+        if !self.jitter.is_zero() {
+            write!(f, "/jitter={}ms", self.jitter.as_secs_f64() * 1e3)?;
+        }
+        Ok(())
+    }
+}
+
+fn parse_queue(v: &str) -> Result<QueueLimit, String> {
+    if let Some(p) = v.strip_suffix('p') {
+        return p
+            .parse()
+            .map(QueueLimit::Packets)
+            .map_err(|_| format!("queue '{v}': packets must be a whole number (e.g. 100p)"));
+    }
+    if let Ok(b) = v.parse::<u64>() {
+        return Ok(QueueLimit::Bytes(b));
+    }
+    parse_duration(v)
+        .map(QueueLimit::Time)
+        .map_err(|_| format!("queue '{v}' must be bytes (64000), packets (100p) or time (50ms)"))
+}
+
+fn parse_ge(v: &str) -> Result<GilbertElliott, String> {
+    let p: Vec<&str> = v.split(':').collect();
+    if p.len() != 3 {
+        return Err(format!(
+            "ge '{v}' must be P_good_to_bad:P_bad_to_good:LOSS_bad, e.g. 1%:20%:50%"
+        ));
+    }
+    Ok(GilbertElliott {
+        to_bad: parse_percent(p[0])?,
+        to_good: parse_percent(p[1])?,
+        bad_loss: parse_percent(p[2])?,
+    })
+}
+
+fn parse_capacity(v: &str) -> Result<Vec<(Duration, u64)>, String> {
+    let mut out = Vec::new();
+    for item in v.split(',') {
+        let (r, t) = item
+            .split_once('@')
+            .ok_or_else(|| format!("capacity '{item}' must be RATE@TIME, e.g. 4mbit@20s"))?;
+        out.push((parse_duration(t)?, parse_rate(r)?));
+    }
+    out.sort_by_key(|(t, _)| *t);
+    Ok(out)
+}
+
+fn parse_down(v: &str) -> Result<Vec<(Duration, Duration)>, String> {
+    let mut out = Vec::new();
+    for item in v.split(',') {
+        let (a, b) = item
+            .split_once('-')
+            .ok_or_else(|| format!("down '{item}' must be FROM-TO, e.g. 10s-20s"))?;
+        let (a, b) = (parse_duration(a)?, parse_duration(b)?);
+        if b <= a {
+            return Err(format!("down '{item}': the end must be after the start"));
+        }
+        out.push((a, b));
+    }
+    Ok(out)
+}
+
+/// What became of a packet offered to a link direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fate {
+    /// Arrives at this time (and, if duplicated, a second copy at the second time).
+    Arrives(Duration, Option<Duration>),
+    /// Dropped: the queue was full.
+    QueueDrop,
+    /// Dropped on the wire (random or bursty loss).
+    Lost,
+    /// Dropped: the link was down.
+    Down,
+}
+
+/// One direction of a link in operation: its queue and its random state.
+#[derive(Debug)]
+pub struct Direction {
+    /// Serialization of queued packets ends at these times (with their sizes).
+    queue: VecDeque<(Duration, u64)>,
+    queued_bytes: u64,
+    busy_until: Duration,
+    last_arrival: Duration,
+    bad: bool,
+    rng: ChaCha8Rng,
+    /// Bytes that entered the queue.
+    pub bytes_offered: u64,
+    /// Packets dropped by reason: queue, wire, down.
+    pub drops: [u64; 3],
+}
+
+impl Direction {
+    /// A direction whose randomness comes from `rng`.
+    pub fn new(rng: ChaCha8Rng) -> Self {
+        Direction {
+            queue: VecDeque::new(),
+            queued_bytes: 0,
+            busy_until: Duration::ZERO,
+            last_arrival: Duration::ZERO,
+            bad: false,
+            rng,
+            bytes_offered: 0,
+            drops: [0; 3],
+        }
+    }
+
+    fn uniform(&mut self) -> f64 {
+        (self.rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Offers a datagram of `udp_len` bytes (UDP payload) at time `now`.
+    pub fn offer(&mut self, spec: &LinkSpec, now: Duration, udp_len: usize) -> Fate {
+        let wire = (udp_len + IP_UDP_OVERHEAD) as u64;
+        if spec.is_down(now) {
+            self.drops[2] += 1;
+            return Fate::Down;
+        }
+        while self.queue.front().is_some_and(|(end, _)| *end <= now) {
+            let (_, b) = self.queue.pop_front().expect("checked");
+            self.queued_bytes -= b;
+        }
+        if self.queued_bytes + wire > spec.queue_bytes() {
+            self.drops[0] += 1;
+            return Fate::QueueDrop;
+        }
+        let start = self.busy_until.max(now);
+        let rate = spec.rate_at(start).max(1) as f64;
+        let end = start + Duration::from_secs_f64(wire as f64 * 8.0 / rate);
+        self.busy_until = end;
+        self.queue.push_back((end, wire));
+        self.queued_bytes += wire;
+        self.bytes_offered += wire;
+        // Loss on the wire, after the queue.
+        let lost = match spec.gilbert {
+            Some(ge) => {
+                let flip = self.uniform();
+                self.bad = if self.bad {
+                    flip >= ge.to_good
+                } else {
+                    flip < ge.to_bad
+                };
+                self.bad && self.uniform() < ge.bad_loss
+            }
+            None => false,
+        } || (spec.loss > 0.0 && self.uniform() < spec.loss);
+        let jitter = if spec.jitter.is_zero() {
+            Duration::ZERO
+        } else {
+            spec.jitter.mul_f64(self.uniform())
+        };
+        let mut arrival = end + spec.delay + jitter;
+        if !(spec.reorder > 0.0 && self.uniform() < spec.reorder) {
+            arrival = arrival.max(self.last_arrival);
+            self.last_arrival = arrival;
+        }
+        if spec.down_between(now, arrival) {
+            self.drops[2] += 1;
+            return Fate::Down;
+        }
+        if lost {
+            self.drops[1] += 1;
+            return Fate::Lost;
+        }
+        let dup = (spec.dup > 0.0 && self.uniform() < spec.dup)
+            .then(|| arrival + Duration::from_micros(1));
+        Fate::Arrives(arrival, dup)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand_core::SeedableRng;
+
+    #[test]
+    fn parses_specs_and_rejects_bad_ones() {
+        let l = LinkSpec::parse("5mbit/40ms/loss=1%/jitter=2ms/queue=50p").unwrap();
+        assert_eq!(l.rate_bps, 5_000_000);
+        assert_eq!(l.delay, Duration::from_millis(40));
+        assert_eq!(l.loss, 0.01);
+        assert_eq!(l.queue_bytes(), 75_000);
+        let c = LinkSpec::parse("10mbit/20ms/capacity=10mbit@0s,4mbit@20s/down=5s-6s").unwrap();
+        assert_eq!(c.rate_at(Duration::from_secs(25)), 4_000_000);
+        assert!(c.is_down(Duration::from_millis(5500)));
+        assert!(LinkSpec::parse("20mbit").is_err());
+        assert!(LinkSpec::parse("20mbit/10ms/bogus=1")
+            .unwrap_err()
+            .contains("unknown link option"));
+        assert!(LinkSpec::parse("fast/10ms").is_err());
+    }
+
+    #[test]
+    fn serializes_at_the_rate_and_drops_when_full() {
+        let spec = LinkSpec::parse("8mbit/10ms/queue=3000").unwrap(); // 1 byte per µs
+        let mut d = Direction::new(ChaCha8Rng::seed_from_u64(1));
+        let t0 = Duration::ZERO;
+        let a = d.offer(&spec, t0, 972); // 1000 bytes on the wire: 1 ms
+        assert_eq!(a, Fate::Arrives(Duration::from_millis(11), None));
+        let b = d.offer(&spec, t0, 972);
+        assert_eq!(b, Fate::Arrives(Duration::from_millis(12), None));
+        let c = d.offer(&spec, t0, 972);
+        assert!(matches!(c, Fate::Arrives(..)));
+        assert_eq!(d.offer(&spec, t0, 972), Fate::QueueDrop);
+        // After the queue drained, room again.
+        assert!(matches!(
+            d.offer(&spec, Duration::from_millis(3), 972),
+            Fate::Arrives(..)
+        ));
+    }
+
+    #[test]
+    fn loss_rate_is_about_right() {
+        let spec = LinkSpec::parse("1gbit/1ms/loss=10%").unwrap();
+        let mut d = Direction::new(ChaCha8Rng::seed_from_u64(7));
+        let mut lost = 0;
+        for i in 0..10_000u64 {
+            if d.offer(&spec, Duration::from_micros(i * 100), 100) == Fate::Lost {
+                lost += 1;
+            }
+        }
+        assert!((900..1100).contains(&lost), "{lost}");
+    }
+}

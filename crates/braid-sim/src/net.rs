@@ -1,0 +1,138 @@
+//! The simulated network: N links between the client's addresses and the server's, an event
+//! queue of packets in flight, and a digest of every byte that crossed it (same seed, same
+//! digest).
+
+use crate::link::{Direction, Fate, LinkSpec};
+use rand_chacha::ChaCha8Rng;
+use rand_core::SeedableRng;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::hash::Hasher;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+/// The server's address in the simulation.
+pub const SERVER: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 255, 0, 1)), 443);
+
+/// The client's address on link `i`.
+pub fn client_addr(i: usize) -> SocketAddr {
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, i as u8, 1)), 4000)
+}
+
+/// The link a client address belongs to.
+pub fn link_of(addr: SocketAddr) -> Option<usize> {
+    match addr.ip() {
+        IpAddr::V4(ip) if ip.octets()[0] == 10 && ip.octets()[1] == 0 => {
+            Some(ip.octets()[2] as usize)
+        }
+        _ => None,
+    }
+}
+
+/// A packet in flight.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Arrival {
+    /// Arrival time.
+    pub at: Duration,
+    seq: u64,
+    /// True when it travels client → server.
+    pub to_server: bool,
+    /// Link index.
+    pub link: usize,
+    /// The UDP payload.
+    pub data: Vec<u8>,
+}
+
+/// Per-link counters.
+#[derive(Debug, Clone, Default)]
+pub struct LinkCounters {
+    /// Wire bytes offered upstream (client → server).
+    pub up_bytes: u64,
+    /// Drops upstream: queue, wire, down.
+    pub up_drops: [u64; 3],
+    /// Drops downstream: queue, wire, down.
+    pub down_drops: [u64; 3],
+}
+
+/// The network.
+pub struct Net {
+    /// Link specs.
+    pub specs: Vec<LinkSpec>,
+    up: Vec<Direction>,
+    down: Vec<Direction>,
+    queue: BinaryHeap<Reverse<Arrival>>,
+    seq: u64,
+    digest: std::collections::hash_map::DefaultHasher,
+}
+
+impl Net {
+    /// A network of `specs`, its randomness derived from `seed`.
+    pub fn new(specs: Vec<LinkSpec>, seed: u64) -> Self {
+        let dir = |i: usize, d: u64| {
+            Direction::new(ChaCha8Rng::seed_from_u64(
+                seed ^ (0x9e37_79b9_7f4a_7c15u64.wrapping_mul(2 * i as u64 + d + 1)),
+            ))
+        };
+        Net {
+            up: (0..specs.len()).map(|i| dir(i, 0)).collect(),
+            down: (0..specs.len()).map(|i| dir(i, 1)).collect(),
+            specs,
+            queue: BinaryHeap::new(),
+            seq: 0,
+            digest: Default::default(),
+        }
+    }
+
+    /// Sends a datagram on `link` at `now`.
+    pub fn send(&mut self, now: Duration, link: usize, to_server: bool, data: &[u8]) {
+        self.digest.write(data);
+        let Some(spec) = self.specs.get(link) else {
+            return;
+        };
+        let dir = if to_server {
+            &mut self.up[link]
+        } else {
+            &mut self.down[link]
+        };
+        if let Fate::Arrives(at, dup) = dir.offer(spec, now, data.len()) {
+            for at in std::iter::once(at).chain(dup) {
+                self.seq += 1;
+                self.queue.push(Reverse(Arrival {
+                    at,
+                    seq: self.seq,
+                    to_server,
+                    link,
+                    data: data.to_vec(),
+                }));
+            }
+        }
+    }
+
+    /// When the next packet arrives.
+    pub fn next_arrival(&self) -> Option<Duration> {
+        self.queue.peek().map(|Reverse(a)| a.at)
+    }
+
+    /// Takes the next packet arriving at or before `now`.
+    pub fn pop_due(&mut self, now: Duration) -> Option<Arrival> {
+        if self.queue.peek().is_some_and(|Reverse(a)| a.at <= now) {
+            self.queue.pop().map(|Reverse(a)| a)
+        } else {
+            None
+        }
+    }
+
+    /// A digest of every byte sent so far.
+    pub fn digest(&self) -> u64 {
+        self.digest.finish()
+    }
+
+    /// Counters of link `i`.
+    pub fn counters(&self, i: usize) -> LinkCounters {
+        LinkCounters {
+            up_bytes: self.up[i].bytes_offered,
+            up_drops: self.up[i].drops,
+            down_drops: self.down[i].drops,
+        }
+    }
+}

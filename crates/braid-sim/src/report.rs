@@ -1,0 +1,171 @@
+//! The result of a simulation run: printed as a table or as one JSON object.
+
+use crate::units::format_rate;
+use serde::Serialize;
+use std::fmt::Write;
+
+/// One path's figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct PathReport {
+    /// The link it ran on.
+    pub link: String,
+    /// New stream bytes that arrived on it, per second.
+    pub goodput_bps: f64,
+    /// Smoothed RTT at the end (client's view).
+    pub srtt_ms: f64,
+    /// Packets the client declared lost on it.
+    pub lost_packets: u64,
+    /// Stream bytes the client resent on it.
+    pub retransmitted_bytes: u64,
+    /// Final state.
+    pub state: String,
+    /// Client → server packets the link's queue dropped.
+    pub queue_drops: u64,
+    /// Client → server packets lost on the wire.
+    pub wire_drops: u64,
+}
+
+/// Recovery after an outage.
+#[derive(Debug, Clone, Serialize)]
+pub struct CutReport {
+    /// Link index.
+    pub link: usize,
+    /// When it went down.
+    pub at_ms: u64,
+    /// When it came back, if it did.
+    pub until_ms: Option<u64>,
+    /// Capacity of the links still up.
+    pub surviving_bps: f64,
+    /// Time from the cut until goodput averaged over the next second reached 90% of the
+    /// surviving capacity (None: not within the outage).
+    pub recovery_ms: Option<u64>,
+}
+
+/// Everything a run measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct SimReport {
+    /// Seed.
+    pub seed: u64,
+    /// Scheduler.
+    pub scheduler: String,
+    /// Congestion controller.
+    pub congestion: String,
+    /// Measured span (the run, or until a sized transfer completed).
+    pub duration_s: f64,
+    /// Bytes delivered in order to the receiving application, per second.
+    pub goodput_bps: f64,
+    /// Sum of the configured link rates (headers not subtracted).
+    pub capacity_bps: f64,
+    /// goodput ÷ capacity.
+    pub efficiency: f64,
+    /// Every byte arrived in order, exactly as sent (and all of it, for a sized transfer).
+    pub intact: bool,
+    /// Bytes delivered.
+    pub delivered_bytes: u64,
+    /// Largest number of packets held in the reorder buffer behind a gap.
+    pub reorder_max_packets: usize,
+    /// Stream bytes sent more than once.
+    pub retransmitted_bytes: u64,
+    /// Per path, in link order.
+    pub paths: Vec<PathReport>,
+    /// (t_ms, goodput_bps) per 100 ms.
+    #[serde(serialize_with = "timeline_json")]
+    pub timeline: Vec<(u64, f64)>,
+    /// Outages and recovery.
+    pub cuts: Vec<CutReport>,
+    /// Why the session ended early, if it did.
+    pub closed: Option<String>,
+    /// Stream errors.
+    pub errors: Vec<String>,
+    /// Digest of every byte on the simulated wire (same seed, same digest).
+    pub wire_digest: String,
+    /// Wall-clock seconds the run took.
+    pub wall_s: f64,
+    /// Virtual seconds per wall-clock second.
+    pub speedup: f64,
+}
+
+fn timeline_json<S: serde::Serializer>(t: &[(u64, f64)], s: S) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Point {
+        t_ms: u64,
+        goodput_bps: f64,
+    }
+    s.collect_seq(t.iter().map(|(t_ms, g)| Point {
+        t_ms: *t_ms,
+        goodput_bps: *g,
+    }))
+}
+
+impl SimReport {
+    /// One JSON object.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("report serializes")
+    }
+
+    /// A table for people.
+    pub fn to_table(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "braid sim — scheduler {}, congestion {}, seed {}, {:.1} s",
+            self.scheduler, self.congestion, self.seed, self.duration_s
+        );
+        let _ = writeln!(
+            s,
+            "{:<5} {:<28} {:>14} {:>9} {:>8} {:>10}",
+            "path", "link", "goodput", "srtt", "lost", "state"
+        );
+        for (i, p) in self.paths.iter().enumerate() {
+            let _ = writeln!(
+                s,
+                "{:<5} {:<28} {:>14} {:>7.1}ms {:>8} {:>10}",
+                i,
+                p.link,
+                format_rate(p.goodput_bps),
+                p.srtt_ms,
+                p.lost_packets,
+                p.state
+            );
+        }
+        let _ = writeln!(s, "total goodput   {}", format_rate(self.goodput_bps));
+        let _ = writeln!(s, "capacity        {}", format_rate(self.capacity_bps));
+        let _ = writeln!(s, "efficiency      {:.3}", self.efficiency);
+        let _ = writeln!(s, "reorder max     {} packets", self.reorder_max_packets);
+        let _ = writeln!(s, "retransmitted   {} bytes", self.retransmitted_bytes);
+        let _ = writeln!(
+            s,
+            "intact          {}",
+            if self.intact {
+                "yes (byte-exact)"
+            } else {
+                "NO"
+            }
+        );
+        for c in &self.cuts {
+            let rec = c
+                .recovery_ms
+                .map_or("not within the outage".to_string(), |r| format!("{r} ms"));
+            let _ = writeln!(
+                s,
+                "cut link {} at {} ms: recovery to 90% of {} in {}",
+                c.link,
+                c.at_ms,
+                format_rate(c.surviving_bps),
+                rec
+            );
+        }
+        if let Some(c) = &self.closed {
+            let _ = writeln!(s, "session ended: {c}");
+        }
+        for e in &self.errors {
+            let _ = writeln!(s, "error: {e}");
+        }
+        let _ = writeln!(
+            s,
+            "simulated in   {:.2} s wall ({:.0}x real time)",
+            self.wall_s, self.speedup
+        );
+        s
+    }
+}
