@@ -132,6 +132,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
     ));
 
     let names = Names::for_pid(std::process::id());
+    let mut code = EXIT_OK;
     let result = match Lab::build(names, &scenario.links) {
         Ok(mut lab) => {
             let r = run_workloads(&ctx, &mut lab, &contenders, &mut report);
@@ -142,23 +143,25 @@ pub fn run(args: RunArgs) -> Result<i32> {
             }
             let left = lab.teardown();
             drop(lab);
-            r.map(|()| left)
+            if !left.is_clean() {
+                for l in &left.0 {
+                    ctx.say(&format!("teardown left behind: {l}"));
+                    report.notes.push(format!("teardown left behind: {l}"));
+                }
+                code = EXIT_LEFTOVERS;
+            }
+            r
         }
         Err(e) => Err(e.context("building the lab")),
     };
-    let mut code = EXIT_OK;
     match result {
-        Ok(left) if !left.is_clean() => {
-            for l in &left.0 {
-                report.notes.push(format!("teardown left behind: {l}"));
-            }
-            code = EXIT_LEFTOVERS;
-        }
-        Ok(_) => {}
+        Ok(()) => {}
         Err(e) if e.downcast_ref::<Interrupted>().is_some() => {
             report.interrupted = true;
             report.notes.push(format!("{e:#}"));
-            code = EXIT_INTERRUPTED;
+            if code == EXIT_OK {
+                code = EXIT_INTERRUPTED;
+            }
         }
         Err(e) => {
             if report.runs.is_empty() {
@@ -233,7 +236,7 @@ fn run_workloads(
                 let rec = match run_one(ctx, lab, c, w, rep) {
                     Ok(r) => r,
                     Err(e) if e.downcast_ref::<Interrupted>().is_some() => {
-                        report.runs.append(&mut runs);
+                        finish_workload(ctx, w, contenders, runs, report);
                         return Err(e);
                     }
                     Err(e) => RunRecord::without_figures(
@@ -246,25 +249,52 @@ fn run_workloads(
                 };
                 ctx.say(&progress_line(&rec));
                 runs.push(rec);
-                signal::sleep(SETTLE)?;
+                if let Err(e) = signal::sleep(SETTLE) {
+                    finish_workload(ctx, w, contenders, runs, report);
+                    return Err(e.into());
+                }
             }
         }
-        let mut rows = summary::summarize(ctx.scenario, w, contenders, &runs, None);
-        let mut capacity_source = None;
-        if w.kind == WorkloadKind::Cut {
-            let cap = summary::reference_capacity(ctx.scenario, w, &report.workloads, &rows);
-            rows = summary::summarize(ctx.scenario, w, contenders, &runs, Some(&cap));
-            capacity_source = Some(cap.source);
-        }
-        report.workloads.push(WorkloadResult {
-            name,
-            workload: w.clone(),
-            rows,
-            capacity_source,
-        });
-        report.runs.append(&mut runs);
+        finish_workload(ctx, w, contenders, runs, report);
     }
     Ok(())
+}
+
+/// Turns a workload's runs into rows (also for a workload cut short by a signal: contenders
+/// that did not get to run show as skipped).
+fn finish_workload(
+    ctx: &Ctx,
+    w: &Workload,
+    contenders: &[Contender],
+    mut runs: Vec<RunRecord>,
+    report: &mut LabReport,
+) {
+    let name = w.name();
+    for c in contenders {
+        if !runs.iter().any(|r| r.contender == c.name()) {
+            runs.push(RunRecord::without_figures(
+                &c.name(),
+                &name,
+                1,
+                Status::Skipped,
+                "not run: interrupted".into(),
+            ));
+        }
+    }
+    let mut rows = summary::summarize(ctx.scenario, w, contenders, &runs, None);
+    let mut capacity_source = None;
+    if w.kind == WorkloadKind::Cut {
+        let cap = summary::reference_capacity(ctx.scenario, w, &report.workloads, &rows);
+        rows = summary::summarize(ctx.scenario, w, contenders, &runs, Some(&cap));
+        capacity_source = Some(cap.source);
+    }
+    report.workloads.push(WorkloadResult {
+        name,
+        workload: w.clone(),
+        rows,
+        capacity_source,
+    });
+    report.runs.append(&mut runs);
 }
 
 fn progress_line(r: &RunRecord) -> String {
