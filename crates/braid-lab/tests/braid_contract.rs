@@ -1,0 +1,84 @@
+//! Root-only: runs the braid contender against `tests/fake-braid.py`, a test double that
+//! checks the command-line contract (genkey/pubkey, server and client arguments) and forwards
+//! the port with plain TCP. This exercises key generation, start-up, readiness checks, the
+//! forward and the status snapshot before the real daemon exists; the double's figures are
+//! only checked for being non-zero. Skipped when not root or when python3/iperf3 are missing.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+
+use braid_lab::{LabArgs, LabCommand, RunArgs};
+
+const SCENARIO: &str = r#"
+name = "contract"
+duration = "2s"
+[[link]]
+rate = "10mbit"
+[[link]]
+rate = "5mbit"
+delay = "10ms"
+[[workload]]
+kind = "bulk"
+direction = "both"
+[contenders]
+singles = false
+braid = ["minrtt"]
+"#;
+
+#[test]
+fn braid_contender_follows_the_cli_contract() {
+    if let Some(why) =
+        common::skip_reason(&["ip", "tc", "iperf3", "python3", "vde_switch", "wirefilter"])
+    {
+        eprintln!("skipping: {why}");
+        return;
+    }
+    let fake = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fake-braid.py");
+    let mut perm = std::fs::metadata(&fake).unwrap().permissions();
+    perm.set_mode(0o755);
+    std::fs::set_permissions(&fake, perm).unwrap();
+
+    let dir = std::env::temp_dir().join(format!("braid-lab-contract-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("contract.toml");
+    std::fs::write(&file, SCENARIO).unwrap();
+    let out = dir.join("out");
+    let code = braid_lab::run(LabArgs {
+        command: LabCommand::Run(RunArgs {
+            file,
+            json: false,
+            out: Some(out.clone()),
+            contenders: None,
+            workloads: None,
+            duration: None,
+            repeats: None,
+            braid: Some(fake),
+            agg_tunnel: None,
+            quiet: true,
+        }),
+    })
+    .expect("lab run");
+    assert_eq!(code, braid_lab::EXIT_OK);
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    for w in ["bulk-up", "bulk-down"] {
+        let row = summary["contenders"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == "braid-minrtt" && r["workload"] == w)
+            .unwrap_or_else(|| panic!("no braid row for {w}: {summary}"));
+        assert_eq!(row["status"], "ok", "{row}");
+        assert!(row["goodput_bps"].as_f64().unwrap() > 1e6, "{row}");
+        // braid runs over UDP: kernel TCP retransmits are not its figure.
+        assert!(row["retransmits"].is_null());
+        let status = out.join(format!("raw/{w}/braid-minrtt-1-status.json"));
+        let body = std::fs::read_to_string(&status).unwrap();
+        assert!(body.contains("\"scheduler\": \"minrtt\""), "{body}");
+        assert!(body.contains("10.0.2.1"), "{body}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
