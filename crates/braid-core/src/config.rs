@@ -18,21 +18,12 @@ pub enum AckPath {
 }
 
 /// A traffic class: how the scheduler treats a stream or datagram flow.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct TrafficClass {
     /// 0 is the most important.
     pub priority: u8,
     /// Datagrams of this class that cannot leave within this time are dropped at the sender.
     pub deadline: Option<Duration>,
-}
-
-impl Default for TrafficClass {
-    fn default() -> Self {
-        TrafficClass {
-            priority: 0,
-            deadline: None,
-        }
-    }
 }
 
 /// Settings shared by both sides of a session.

@@ -76,27 +76,13 @@ pub struct Datagrams {
 impl Datagrams {
     /// Queues of at most `limit` datagrams each way.
     pub fn new(limit: usize) -> Self {
-        Datagrams {
-            limit: limit.max(1),
-            ..Default::default()
-        }
+        Datagrams { limit: limit.max(1), ..Default::default() }
     }
 
     /// Queues a datagram; when the queue is full the oldest of the least important class goes.
-    pub fn push(
-        &mut self,
-        class: u8,
-        data: Bytes,
-        deadline: Option<Timestamp>,
-        priority: impl Fn(u8) -> u8,
-    ) {
+    pub fn push(&mut self, class: u8, data: Bytes, deadline: Option<Timestamp>, priority: impl Fn(u8) -> u8) {
         let seq = self.next_seq.entry(class).or_insert(0);
-        let d = OutgoingDatagram {
-            class,
-            seq: *seq,
-            data,
-            deadline,
-        };
+        let d = OutgoingDatagram { class, seq: *seq, data, deadline };
         *seq += 1;
         self.stats.entry(class).or_default().queued += 1;
         self.outgoing.entry(class).or_default().push_back(d);
@@ -109,12 +95,7 @@ impl Datagrams {
                 .max_by_key(|(c, _)| priority(**c))
                 .map(|(c, _)| *c);
             if let Some(c) = worst {
-                if self
-                    .outgoing
-                    .get_mut(&c)
-                    .and_then(|q| q.pop_front())
-                    .is_some()
-                {
+                if self.outgoing.get_mut(&c).and_then(|q| q.pop_front()).is_some() {
                     self.outgoing_len -= 1;
                     self.stats.entry(c).or_default().overflowed += 1;
                 }

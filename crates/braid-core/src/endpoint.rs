@@ -128,11 +128,7 @@ impl Endpoint {
         }
         let last = self.last_timestamp.get(&client).copied();
         if let Some(&id) = self.by_client.get(&client) {
-            if self
-                .sessions
-                .get(&id)
-                .is_some_and(|k| k.timestamp == responder.timestamp)
-            {
+            if self.sessions.get(&id).is_some_and(|k| k.timestamp == responder.timestamp) {
                 // A retransmission: the session answers again.
                 return DatagramEvent::Route(id);
             }
@@ -166,10 +162,7 @@ impl Endpoint {
         self.sessions.insert(id, Known { client, timestamp });
         self.last_timestamp.insert(client, timestamp);
         tracing::info!(%client, %remote, session = id, "session accepted");
-        DatagramEvent::Accepted {
-            session: Box::new(session),
-            replaces,
-        }
+        DatagramEvent::Accepted { session: Box::new(session), replaces }
     }
 
     /// Forgets a session that ended.

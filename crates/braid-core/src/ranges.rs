@@ -86,10 +86,7 @@ impl RangeSet {
 
     /// True when `v` is in the set.
     pub fn contains(&self, v: u64) -> bool {
-        self.map
-            .range(..=v)
-            .next_back()
-            .is_some_and(|(_, &e)| v < e)
+        self.map.range(..=v).next_back().is_some_and(|(_, &e)| v < e)
     }
 
     /// True when every value of `range` is in the set.
@@ -97,10 +94,7 @@ impl RangeSet {
         if range.start >= range.end {
             return true;
         }
-        self.map
-            .range(..=range.start)
-            .next_back()
-            .is_some_and(|(_, &e)| range.end <= e)
+        self.map.range(..=range.start).next_back().is_some_and(|(_, &e)| range.end <= e)
     }
 
     /// The smallest value, if any.

@@ -89,14 +89,8 @@ mod tests {
         let t = Timestamp::from_nanos(5);
         assert_eq!(t - Timestamp::from_nanos(10), Duration::ZERO);
         assert_eq!((t - Duration::from_secs(1)).as_nanos(), 0);
-        assert_eq!(
-            Timestamp::from_nanos(u64::MAX) + Duration::from_secs(1),
-            Timestamp::from_nanos(u64::MAX)
-        );
+        assert_eq!(Timestamp::from_nanos(u64::MAX) + Duration::from_secs(1), Timestamp::from_nanos(u64::MAX));
         assert_eq!(earliest(None, Some(t)), Some(t));
-        assert_eq!(
-            earliest(Some(Timestamp::ZERO), Some(t)),
-            Some(Timestamp::ZERO)
-        );
+        assert_eq!(earliest(Some(Timestamp::ZERO), Some(t)), Some(Timestamp::ZERO));
     }
 }

@@ -1,12 +1,12 @@
 //! Drives one client and one server core over the simulated network in virtual time.
 
+use crate::flow::{Flow, FlowSpec};
 use crate::link::LinkSpec;
 use crate::net::{client_addr, link_of, Net, SERVER};
 use crate::report::{CutReport, PathReport, SimReport};
 use crate::workload::{Bulk, Timeline};
 use braid_core::{
-    ClientConfig, DatagramEvent, Endpoint, ServerConfig, Session, SessionConfig, StaticSecret,
-    Timestamp,
+    ClientConfig, DatagramEvent, Endpoint, ServerConfig, Session, SessionConfig, StaticSecret, Timestamp,
 };
 use bytes::BytesMut;
 use std::time::{Duration, Instant};
@@ -28,8 +28,35 @@ pub struct SimConfig {
     pub seed: u64,
     /// Session settings (scheduler, congestion controller, …) for both sides.
     pub session: SessionConfig,
-    /// Bytes to transfer; None for as many as the run allows.
+    /// Run the bulk stream.
+    pub bulk: bool,
+    /// Bytes the bulk stream transfers; None for as many as the run allows.
     pub bulk_bytes: Option<u64>,
+    /// Datagram flows (one traffic class each).
+    pub flows: Vec<FlowSpec>,
+    /// Print every path's state to stderr at this interval (a debugging aid).
+    pub trace: Option<Duration>,
+}
+
+impl SimConfig {
+    /// A bulk-only run.
+    pub fn bulk(links: Vec<LinkSpec>, duration: Duration, seed: u64, session: SessionConfig) -> Self {
+        SimConfig {
+            links,
+            duration,
+            seed,
+            session,
+            bulk: true,
+            bulk_bytes: None,
+            flows: Vec::new(),
+            trace: None,
+        }
+    }
+
+    /// When flows stop sending, so that what they sent can arrive before the run ends.
+    pub fn flow_stop(&self) -> Duration {
+        self.duration - (self.duration / 10).min(Duration::from_secs(2))
+    }
 }
 
 /// Why a run could not complete.
@@ -42,8 +69,8 @@ pub enum SimError {
     #[error("at most 250 links")]
     TooManyLinks,
     /// The cores stopped making progress in virtual time.
-    #[error("simulation stuck at t={0:?}: a core keeps asking to be woken without acting")]
-    Stuck(Duration),
+    #[error("simulation stuck at t={0:?}: a core keeps asking to be woken without acting (timers: {1})")]
+    Stuck(Duration, String),
 }
 
 fn ts(t: Duration) -> Timestamp {
@@ -79,14 +106,7 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
     };
     let mut now = Duration::ZERO;
     let mut sides = Sides {
-        client: Session::connect(
-            &client_cfg,
-            ts(now),
-            Some(client_addr(0)),
-            SERVER,
-            cfg.seed ^ 0xc11e47,
-            1,
-        ),
+        client: Session::connect(&client_cfg, ts(now), Some(client_addr(0)), SERVER, cfg.seed ^ 0xc11e47, 1),
         endpoint: Endpoint::new(server_cfg, cfg.seed ^ 0x5e7e7),
         server: None,
     };
@@ -96,10 +116,13 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
     }
     let mut net = Net::new(cfg.links.clone(), cfg.seed);
     let mut bulk = Bulk::new(cfg.seed, cfg.bulk_bytes);
+    let mut flows: Vec<Flow> = cfg.flows.iter().map(|f| Flow::new(f.clone(), Duration::ZERO)).collect();
+    let flow_stop = cfg.flow_stop();
     let mut timeline = Timeline::new(TIMELINE_BUCKET, cfg.duration);
     let mut buf = Vec::with_capacity(2048);
     let mut idle_steps = 0u32;
     let mut finished_at = None;
+    let mut next_trace = Duration::ZERO;
     loop {
         // Packets arriving now.
         while let Some(a) = net.pop_due(now) {
@@ -107,9 +130,7 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
             if a.to_server {
                 deliver_to_server(&mut sides, now, a.link, data);
             } else {
-                sides
-                    .client
-                    .handle_datagram(ts(now), Some(client_addr(a.link)), SERVER, data);
+                sides.client.handle_datagram(ts(now), Some(client_addr(a.link)), SERVER, data);
             }
         }
         // Timers.
@@ -125,16 +146,35 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
         loop {
             let mut progressed = false;
             while let Some(e) = sides.client.poll_event() {
-                bulk.client_step(&mut sides.client, Some(&e));
+                if cfg.bulk {
+                    bulk.client_step(&mut sides.client, Some(&e));
+                }
             }
-            bulk.client_step(&mut sides.client, None);
+            if cfg.bulk {
+                bulk.client_step(&mut sides.client, None);
+            }
+            if now < flow_stop {
+                for f in &mut flows {
+                    f.send_due(now, &mut sides.client);
+                }
+            }
             if let Some(s) = sides.server.as_mut() {
                 while let Some(e) = s.poll_event() {
-                    let got = bulk.server_step(s, Some(&e));
+                    if cfg.bulk {
+                        let got = bulk.server_step(s, Some(&e));
+                        timeline.add(now, got);
+                    }
+                }
+                if cfg.bulk {
+                    let got = bulk.server_step(s, None);
                     timeline.add(now, got);
                 }
-                let got = bulk.server_step(s, None);
-                timeline.add(now, got);
+                while let Some(d) = s.recv_datagram() {
+                    timeline.add(now, d.data.len() as u64);
+                    if let Some(f) = flows.iter_mut().find(|f| f.spec.class == d.class) {
+                        f.on_received(now, &d.data);
+                    }
+                }
             }
             while let Some(t) = sides.client.poll_transmit(ts(now), &mut buf) {
                 let link = t.source.and_then(link_of).unwrap_or(0);
@@ -152,21 +192,25 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
                 break;
             }
         }
+        if let Some(every) = cfg.trace {
+            if now >= next_trace {
+                eprintln!("{}", trace_line(now, &sides, bulk.delivered));
+                next_trace = now + every;
+            }
+        }
         if bulk.complete && finished_at.is_none() {
             finished_at = Some(now);
         }
-        if sides.client.is_closed() || (cfg.bulk_bytes.is_some() && bulk.complete) {
+        if sides.client.is_closed()
+            || (cfg.bulk && cfg.bulk_bytes.is_some() && bulk.complete && flows.is_empty())
+        {
             break;
         }
         // Next instant something happens.
         let next = [
             net.next_arrival(),
             sides.client.poll_timeout().map(|t| t.as_duration()),
-            sides
-                .server
-                .as_ref()
-                .and_then(|s| s.poll_timeout())
-                .map(|t| t.as_duration()),
+            sides.server.as_ref().and_then(|s| s.poll_timeout()).map(|t| t.as_duration()),
         ]
         .into_iter()
         .flatten()
@@ -175,7 +219,11 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
         if next <= now {
             idle_steps += 1;
             if idle_steps > MAX_IDLE_STEPS {
-                return Err(SimError::Stuck(now));
+                let mut timers = format!("client {:?}", sides.client.timers());
+                if let Some(s) = sides.server.as_ref() {
+                    timers += &format!(", server {:?}", s.timers());
+                }
+                return Err(SimError::Stuck(now, timers));
             }
         } else {
             idle_steps = 0;
@@ -186,18 +234,37 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
         }
         now = next;
     }
-    let end = finished_at
-        .unwrap_or(cfg.duration)
-        .max(Duration::from_millis(1));
-    Ok(build_report(
-        cfg,
-        &sides,
-        &net,
-        &bulk,
-        timeline,
-        end,
-        wall.elapsed(),
-    ))
+    let end = finished_at.unwrap_or(cfg.duration).max(Duration::from_millis(1));
+    let mut report = build_report(cfg, &sides, &net, &bulk, timeline, end, wall.elapsed());
+    report.classes = flows.iter().map(|f| f.report()).collect();
+    if !cfg.bulk {
+        report.intact = report.classes.iter().all(|c| c.duplicates == 0) && report.closed.is_none();
+    }
+    Ok(report)
+}
+
+/// One line of `--trace` output: delivered bytes and every path's state on both sides.
+fn trace_line(now: Duration, sides: &Sides, delivered: u64) -> String {
+    let mut line = format!("{:>8.3}s delivered={delivered}", now.as_secs_f64());
+    let sessions = std::iter::once(("c", &sides.client)).chain(sides.server.as_deref().map(|s| ("s", s)));
+    for (side, s) in sessions {
+        for id in s.path_ids() {
+            if let Some(p) = s.path_info(id) {
+                line += &format!(
+                    " | {side}{id} {:?} cwnd={} inflight={} pace={:.0}k srtt={:.1}ms sent={} lost={}",
+                    p.state,
+                    p.cwnd,
+                    p.in_flight,
+                    p.pacing_rate * 8.0 / 1e3,
+                    p.srtt.as_secs_f64() * 1e3,
+                    p.stats.packets_sent,
+                    p.stats.packets_lost
+                );
+            }
+        }
+        line += &format!(" | {side} reorder={} flow={:?}", s.reorder_now(), s.flow_control());
+    }
+    line
 }
 
 fn deliver_to_server(sides: &mut Sides, now: Duration, link: usize, data: BytesMut) {
@@ -232,7 +299,7 @@ fn build_report(
 ) -> SimReport {
     let secs = end.as_secs_f64();
     let capacity: u64 = cfg.links.iter().map(|l| l.rate_bps).sum();
-    let goodput = bulk.delivered as f64 * 8.0 / secs;
+    let goodput = timeline.bytes.iter().sum::<u64>() as f64 * 8.0 / secs;
     let server = sides.server.as_deref();
     let paths = (0..cfg.links.len())
         .map(|i| {
@@ -251,17 +318,12 @@ fn build_report(
                 goodput_bps: server_path
                     .as_ref()
                     .map_or(0.0, |p| p.stats.stream_bytes_received as f64 * 8.0 / secs),
-                srtt_ms: client_path
-                    .as_ref()
-                    .map_or(0.0, |p| p.srtt.as_secs_f64() * 1e3),
+                srtt_ms: client_path.as_ref().map_or(0.0, |p| p.srtt.as_secs_f64() * 1e3),
                 lost_packets: client_path.as_ref().map_or(0, |p| p.stats.packets_lost),
-                retransmitted_bytes: client_path
+                retransmitted_bytes: client_path.as_ref().map_or(0, |p| p.stats.retransmitted_bytes),
+                state: client_path
                     .as_ref()
-                    .map_or(0, |p| p.stats.retransmitted_bytes),
-                state: client_path.as_ref().map_or_else(
-                    || "closed".into(),
-                    |p| format!("{:?}", p.state).to_lowercase(),
-                ),
+                    .map_or_else(|| "closed".into(), |p| format!("{:?}", p.state).to_lowercase()),
                 queue_drops: net.counters(i).up_drops[0],
                 wire_drops: net.counters(i).up_drops[1],
             }
@@ -276,10 +338,10 @@ fn build_report(
         goodput_bps: goodput,
         capacity_bps: capacity as f64,
         efficiency: goodput / capacity as f64,
-        intact: bulk.intact
-            && bulk.errors.is_empty()
-            && (cfg.bulk_bytes.is_none() || bulk.complete),
+        intact: bulk.intact && bulk.errors.is_empty() && (cfg.bulk_bytes.is_none() || bulk.complete),
+        classes: Vec::new(),
         delivered_bytes: bulk.delivered,
+        complete: bulk.complete,
         reorder_max_packets: server.map_or(0, |s| s.reorder_max()),
         retransmitted_bytes: sides.client.retransmitted_bytes(),
         paths,
@@ -288,12 +350,7 @@ fn build_report(
             .iter()
             .enumerate()
             .take_while(|(i, _)| (*i as u64) * 100 < end.as_millis() as u64)
-            .map(|(i, b)| {
-                (
-                    i as u64 * 100,
-                    *b as f64 * 8.0 / TIMELINE_BUCKET.as_secs_f64(),
-                )
-            })
+            .map(|(i, b)| (i as u64 * 100, *b as f64 * 8.0 / TIMELINE_BUCKET.as_secs_f64()))
             .collect(),
         cuts,
         closed: sides.client.close_reason().map(|r| r.to_string()),
@@ -330,7 +387,7 @@ fn cut_reports(cfg: &SimConfig, timeline: &Timeline) -> Vec<CutReport> {
             out.push(CutReport {
                 link: i,
                 at_ms: from.as_millis() as u64,
-                until_ms: (*to < Duration::MAX / 2).then(|| to.as_millis() as u64),
+                until_ms: (*to < Duration::MAX / 2).then_some(to.as_millis() as u64),
                 surviving_bps: surviving as f64,
                 recovery_ms: recovery,
             });

@@ -6,6 +6,7 @@
 //! choice comes from the run's seed: the same seed gives the same bytes on the wire
 //! ([`SimReport::wire_digest`]), every time.
 
+pub mod flow;
 pub mod harness;
 pub mod link;
 pub mod net;
@@ -13,6 +14,7 @@ pub mod report;
 pub mod units;
 pub mod workload;
 
+pub use flow::FlowSpec;
 pub use harness::{run, SimConfig, SimError};
 pub use link::LinkSpec;
 pub use report::SimReport;

@@ -97,15 +97,12 @@ impl LinkSpec {
         let mut parts = s.split('/');
         let rate = parse_rate(parts.next().unwrap_or(""))?;
         let delay = parse_duration(
-            parts
-                .next()
-                .ok_or_else(|| format!("link '{s}' needs RATE/DELAY, e.g. 20mbit/10ms"))?,
+            parts.next().ok_or_else(|| format!("link '{s}' needs RATE/DELAY, e.g. 20mbit/10ms"))?,
         )?;
         let mut spec = LinkSpec::new(rate, delay);
         for opt in parts {
-            let (k, v) = opt
-                .split_once('=')
-                .ok_or_else(|| format!("link option '{opt}' must be key=value"))?;
+            let (k, v) =
+                opt.split_once('=').ok_or_else(|| format!("link option '{opt}' must be key=value"))?;
             match k {
                 "loss" => spec.loss = parse_percent(v)?,
                 "jitter" => spec.jitter = parse_duration(v)?,
@@ -115,7 +112,11 @@ impl LinkSpec {
                 "ge" => spec.gilbert = Some(parse_ge(v)?),
                 "capacity" => spec.capacity = parse_capacity(v)?,
                 "down" => spec.down = parse_down(v)?,
-                other => return Err(format!("unknown link option '{other}' (loss, jitter, queue, ge, dup, reorder, capacity, down)")),
+                other => {
+                    return Err(format!(
+                    "unknown link option '{other}' (loss, jitter, queue, ge, dup, reorder, capacity, down)"
+                ))
+                }
             }
         }
         Ok(spec)
@@ -123,11 +124,7 @@ impl LinkSpec {
 
     /// The rate in force at `t`.
     pub fn rate_at(&self, t: Duration) -> u64 {
-        self.capacity
-            .iter()
-            .rev()
-            .find(|(from, _)| *from <= t)
-            .map_or(self.rate_bps, |(_, r)| *r)
+        self.capacity.iter().rev().find(|(from, _)| *from <= t).map_or(self.rate_bps, |(_, r)| *r)
     }
 
     /// True when the link is down at `t`.
@@ -187,9 +184,7 @@ fn parse_queue(v: &str) -> Result<QueueLimit, String> {
 fn parse_ge(v: &str) -> Result<GilbertElliott, String> {
     let p: Vec<&str> = v.split(':').collect();
     if p.len() != 3 {
-        return Err(format!(
-            "ge '{v}' must be P_good_to_bad:P_bad_to_good:LOSS_bad, e.g. 1%:20%:50%"
-        ));
+        return Err(format!("ge '{v}' must be P_good_to_bad:P_bad_to_good:LOSS_bad, e.g. 1%:20%:50%"));
     }
     Ok(GilbertElliott {
         to_bad: parse_percent(p[0])?,
@@ -213,9 +208,8 @@ fn parse_capacity(v: &str) -> Result<Vec<(Duration, u64)>, String> {
 fn parse_down(v: &str) -> Result<Vec<(Duration, Duration)>, String> {
     let mut out = Vec::new();
     for item in v.split(',') {
-        let (a, b) = item
-            .split_once('-')
-            .ok_or_else(|| format!("down '{item}' must be FROM-TO, e.g. 10s-20s"))?;
+        let (a, b) =
+            item.split_once('-').ok_or_else(|| format!("down '{item}' must be FROM-TO, e.g. 10s-20s"))?;
         let (a, b) = (parse_duration(a)?, parse_duration(b)?);
         if b <= a {
             return Err(format!("down '{item}': the end must be after the start"));
@@ -299,20 +293,12 @@ impl Direction {
         let lost = match spec.gilbert {
             Some(ge) => {
                 let flip = self.uniform();
-                self.bad = if self.bad {
-                    flip >= ge.to_good
-                } else {
-                    flip < ge.to_bad
-                };
+                self.bad = if self.bad { flip >= ge.to_good } else { flip < ge.to_bad };
                 self.bad && self.uniform() < ge.bad_loss
             }
             None => false,
         } || (spec.loss > 0.0 && self.uniform() < spec.loss);
-        let jitter = if spec.jitter.is_zero() {
-            Duration::ZERO
-        } else {
-            spec.jitter.mul_f64(self.uniform())
-        };
+        let jitter = if spec.jitter.is_zero() { Duration::ZERO } else { spec.jitter.mul_f64(self.uniform()) };
         let mut arrival = end + spec.delay + jitter;
         if !(spec.reorder > 0.0 && self.uniform() < spec.reorder) {
             arrival = arrival.max(self.last_arrival);
@@ -326,8 +312,7 @@ impl Direction {
             self.drops[1] += 1;
             return Fate::Lost;
         }
-        let dup = (spec.dup > 0.0 && self.uniform() < spec.dup)
-            .then(|| arrival + Duration::from_micros(1));
+        let dup = (spec.dup > 0.0 && self.uniform() < spec.dup).then(|| arrival + Duration::from_micros(1));
         Fate::Arrives(arrival, dup)
     }
 }
@@ -348,9 +333,7 @@ mod tests {
         assert_eq!(c.rate_at(Duration::from_secs(25)), 4_000_000);
         assert!(c.is_down(Duration::from_millis(5500)));
         assert!(LinkSpec::parse("20mbit").is_err());
-        assert!(LinkSpec::parse("20mbit/10ms/bogus=1")
-            .unwrap_err()
-            .contains("unknown link option"));
+        assert!(LinkSpec::parse("20mbit/10ms/bogus=1").unwrap_err().contains("unknown link option"));
         assert!(LinkSpec::parse("fast/10ms").is_err());
     }
 
@@ -367,10 +350,7 @@ mod tests {
         assert!(matches!(c, Fate::Arrives(..)));
         assert_eq!(d.offer(&spec, t0, 972), Fate::QueueDrop);
         // After the queue drained, room again.
-        assert!(matches!(
-            d.offer(&spec, Duration::from_millis(3), 972),
-            Fate::Arrives(..)
-        ));
+        assert!(matches!(d.offer(&spec, Duration::from_millis(3), 972), Fate::Arrives(..)));
     }
 
     #[test]

@@ -22,9 +22,7 @@ pub fn client_addr(i: usize) -> SocketAddr {
 /// The link a client address belongs to.
 pub fn link_of(addr: SocketAddr) -> Option<usize> {
     match addr.ip() {
-        IpAddr::V4(ip) if ip.octets()[0] == 10 && ip.octets()[1] == 0 => {
-            Some(ip.octets()[2] as usize)
-        }
+        IpAddr::V4(ip) if ip.octets()[0] == 10 && ip.octets()[1] == 0 => Some(ip.octets()[2] as usize),
         _ => None,
     }
 }
@@ -89,21 +87,11 @@ impl Net {
         let Some(spec) = self.specs.get(link) else {
             return;
         };
-        let dir = if to_server {
-            &mut self.up[link]
-        } else {
-            &mut self.down[link]
-        };
+        let dir = if to_server { &mut self.up[link] } else { &mut self.down[link] };
         if let Fate::Arrives(at, dup) = dir.offer(spec, now, data.len()) {
             for at in std::iter::once(at).chain(dup) {
                 self.seq += 1;
-                self.queue.push(Reverse(Arrival {
-                    at,
-                    seq: self.seq,
-                    to_server,
-                    link,
-                    data: data.to_vec(),
-                }));
+                self.queue.push(Reverse(Arrival { at, seq: self.seq, to_server, link, data: data.to_vec() }));
             }
         }
     }

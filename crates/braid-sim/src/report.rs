@@ -62,10 +62,14 @@ pub struct SimReport {
     pub intact: bool,
     /// Bytes delivered.
     pub delivered_bytes: u64,
+    /// A sized transfer arrived whole (its FIN was read).
+    pub complete: bool,
     /// Largest number of packets held in the reorder buffer behind a gap.
     pub reorder_max_packets: usize,
     /// Stream bytes sent more than once.
     pub retransmitted_bytes: u64,
+    /// Datagram flows, one per traffic class, in workload order.
+    pub classes: Vec<crate::flow::FlowReport>,
     /// Per path, in link order.
     pub paths: Vec<PathReport>,
     /// (t_ms, goodput_bps) per 100 ms.
@@ -91,10 +95,7 @@ fn timeline_json<S: serde::Serializer>(t: &[(u64, f64)], s: S) -> Result<S::Ok, 
         t_ms: u64,
         goodput_bps: f64,
     }
-    s.collect_seq(t.iter().map(|(t_ms, g)| Point {
-        t_ms: *t_ms,
-        goodput_bps: *g,
-    }))
+    s.collect_seq(t.iter().map(|(t_ms, g)| Point { t_ms: *t_ms, goodput_bps: *g }))
 }
 
 impl SimReport {
@@ -133,19 +134,21 @@ impl SimReport {
         let _ = writeln!(s, "efficiency      {:.3}", self.efficiency);
         let _ = writeln!(s, "reorder max     {} packets", self.reorder_max_packets);
         let _ = writeln!(s, "retransmitted   {} bytes", self.retransmitted_bytes);
-        let _ = writeln!(
-            s,
-            "intact          {}",
-            if self.intact {
-                "yes (byte-exact)"
-            } else {
-                "NO"
-            }
-        );
+        let _ = writeln!(s, "intact          {}", if self.intact { "yes (byte-exact)" } else { "NO" });
+        for c in &self.classes {
+            let _ = writeln!(
+                s,
+                "class {:<3} {:>12}  loss {:>6.2}%  latency mean {:>7.1} ms  p99 {:>7.1} ms  jitter {:>6.2} ms",
+                c.class,
+                format_rate(c.rate_bps as f64),
+                c.loss_pct,
+                c.latency_mean_ms,
+                c.latency_p99_ms,
+                c.jitter_ms
+            );
+        }
         for c in &self.cuts {
-            let rec = c
-                .recovery_ms
-                .map_or("not within the outage".to_string(), |r| format!("{r} ms"));
+            let rec = c.recovery_ms.map_or("not within the outage".to_string(), |r| format!("{r} ms"));
             let _ = writeln!(
                 s,
                 "cut link {} at {} ms: recovery to 90% of {} in {}",
@@ -161,11 +164,7 @@ impl SimReport {
         for e in &self.errors {
             let _ = writeln!(s, "error: {e}");
         }
-        let _ = writeln!(
-            s,
-            "simulated in   {:.2} s wall ({:.0}x real time)",
-            self.wall_s, self.speedup
-        );
+        let _ = writeln!(s, "simulated in   {:.2} s wall ({:.0}x real time)", self.wall_s, self.speedup);
         s
     }
 }

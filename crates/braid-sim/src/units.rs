@@ -18,31 +18,20 @@ pub fn parse_rate(s: &str) -> Result<u64, String> {
     ];
     for (suffix, mult) in units {
         if let Some(num) = t.strip_suffix(suffix) {
-            let v: f64 = num
-                .trim()
-                .parse()
-                .map_err(|_| format!("'{s}' is not a rate (e.g. 20mbit)"))?;
+            let v: f64 = num.trim().parse().map_err(|_| format!("'{s}' is not a rate (e.g. 20mbit)"))?;
             if !(v > 0.0 && v.is_finite()) {
                 return Err(format!("rate '{s}' must be positive"));
             }
             return Ok((v * mult).round() as u64);
         }
     }
-    Err(format!(
-        "'{s}' is not a rate: use a number with bit, kbit, mbit or gbit (e.g. 20mbit)"
-    ))
+    Err(format!("'{s}' is not a rate: use a number with bit, kbit, mbit or gbit (e.g. 20mbit)"))
 }
 
 /// A duration from text such as `10ms`, `1.5s`, `250us`, `2m`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let t = s.trim().to_ascii_lowercase();
-    let units: [(&str, f64); 5] = [
-        ("us", 1e-6),
-        ("ms", 1e-3),
-        ("s", 1.0),
-        ("m", 60.0),
-        ("h", 3600.0),
-    ];
+    let units: [(&str, f64); 5] = [("us", 1e-6), ("ms", 1e-3), ("s", 1.0), ("m", 60.0), ("h", 3600.0)];
     for (suffix, mult) in units {
         if let Some(num) = t.strip_suffix(suffix) {
             if let Ok(v) = num.trim().parse::<f64>() {
@@ -53,19 +42,14 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
             return Err(format!("'{s}' is not a duration (e.g. 10ms, 1.5s)"));
         }
     }
-    Err(format!(
-        "'{s}' is not a duration: use a number with us, ms, s or m (e.g. 10ms)"
-    ))
+    Err(format!("'{s}' is not a duration: use a number with us, ms, s or m (e.g. 10ms)"))
 }
 
 /// A probability from a percentage such as `1%` or `0.5%` (a bare number is also a percent).
 pub fn parse_percent(s: &str) -> Result<f64, String> {
     let t = s.trim();
     let num = t.strip_suffix('%').unwrap_or(t);
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("'{s}' is not a percentage (e.g. 1%)"))?;
+    let v: f64 = num.trim().parse().map_err(|_| format!("'{s}' is not a percentage (e.g. 1%)"))?;
     if !(0.0..=100.0).contains(&v) {
         return Err(format!("percentage '{s}' must be between 0% and 100%"));
     }

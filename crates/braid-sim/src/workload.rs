@@ -23,9 +23,7 @@ impl Pattern {
     pub fn new(seed: u64) -> Self {
         let mut v = vec![0u8; PATTERN_LEN];
         ChaCha8Rng::seed_from_u64(seed).fill_bytes(&mut v);
-        Pattern {
-            data: Bytes::from(v),
-        }
+        Pattern { data: Bytes::from(v) }
     }
 
     /// Stream bytes starting at `offset`, at most `max` (never crossing a pattern boundary).
@@ -36,12 +34,7 @@ impl Pattern {
         if round == 0 {
             self.data.slice(start..end)
         } else {
-            Bytes::from(
-                self.data[start..end]
-                    .iter()
-                    .map(|b| b ^ round)
-                    .collect::<Vec<u8>>(),
-            )
+            Bytes::from(self.data[start..end].iter().map(|b| b ^ round).collect::<Vec<u8>>())
         }
     }
 
@@ -53,11 +46,7 @@ impl Pattern {
             let start = (at % PATTERN_LEN as u64) as usize;
             let round = (at / PATTERN_LEN as u64) as u8;
             let n = (PATTERN_LEN - start).min(data.len() - pos);
-            if data[pos..pos + n]
-                .iter()
-                .zip(&self.data[start..start + n])
-                .any(|(a, b)| *a != b ^ round)
-            {
+            if data[pos..pos + n].iter().zip(&self.data[start..start + n]).any(|(a, b)| *a != b ^ round) {
                 return false;
             }
             pos += n;
@@ -112,9 +101,8 @@ impl Bulk {
             },
         };
         loop {
-            let want = self.limit.map_or(WRITE_CHUNK, |l| {
-                (l - self.written).min(WRITE_CHUNK as u64) as usize
-            });
+            let want =
+                self.limit.map_or(WRITE_CHUNK, |l| (l - self.written).min(WRITE_CHUNK as u64) as usize);
             if want == 0 {
                 if client.finish(id).is_ok() {
                     self.finished_writing = true;
@@ -186,10 +174,7 @@ impl Timeline {
     /// An empty timeline covering `duration`.
     pub fn new(bucket: Duration, duration: Duration) -> Self {
         let n = (duration.as_nanos() / bucket.as_nanos()) as usize + 1;
-        Timeline {
-            bucket,
-            bytes: vec![0; n],
-        }
+        Timeline { bucket, bytes: vec![0; n] }
     }
 
     /// Records `bytes` delivered at `t`.

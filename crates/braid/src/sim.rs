@@ -3,8 +3,9 @@
 use anyhow::{bail, Context};
 use braid_core::cc::Algorithm;
 use braid_core::scheduler::Kind;
-use braid_core::{AckPath, SessionConfig};
+use braid_core::{AckPath, SessionConfig, TrafficClass};
 use braid_sim::units::{parse_duration, parse_rate};
+use braid_sim::FlowSpec;
 use braid_sim::{LinkSpec, SimConfig};
 use clap::Args;
 use std::process::ExitCode;
@@ -12,11 +13,9 @@ use std::time::Duration;
 
 /// Arguments of `braid sim`.
 #[derive(Args, Debug)]
-#[command(
-    after_help = "LINK is RATE/DELAY[/key=value...], DELAY one-way: e.g. 20mbit/10ms, \
+#[command(after_help = "LINK is RATE/DELAY[/key=value...], DELAY one-way: e.g. 20mbit/10ms, \
 5mbit/40ms/loss=1%/jitter=2ms. Keys: loss=P%, jitter=D, queue=BYTES|Np|D, ge=P:R:L% \
-(Gilbert-Elliott), dup=P%, reorder=P%, capacity=R@T,R@T..., down=T-T,..."
-)]
+(Gilbert-Elliott), dup=P%, reorder=P%, capacity=R@T,R@T..., down=T-T,...")]
 pub struct SimArgs {
     /// A link (repeat for each): RATE/DELAY[/key=value...].
     #[arg(long = "link", value_name = "LINK", required = true)]
@@ -39,6 +38,16 @@ pub struct SimArgs {
     /// Restore link I at time T: I@T.
     #[arg(long = "restore", value_name = "I@T")]
     restores: Vec<String>,
+    /// What the client sends: bulk (one stream), cbr:RATE (datagrams of class 0), or
+    /// layered:RATE,RATE,... (one datagram class per layer, base layer first and most important).
+    #[arg(long, default_value = "bulk", value_parser = Workload::parse)]
+    workload: Workload,
+    /// Payload size of workload datagrams, bytes.
+    #[arg(long, default_value_t = 1000)]
+    datagram_size: usize,
+    /// Datagrams that cannot leave within this time are dropped at the sender (e.g. 150ms).
+    #[arg(long, value_parser = parse_duration)]
+    deadline: Option<Duration>,
     /// Transfer exactly this many bytes (e.g. 50MB) instead of running for the whole duration.
     #[arg(long, value_parser = parse_size)]
     bytes: Option<u64>,
@@ -51,16 +60,16 @@ pub struct SimArgs {
     /// Enable loss discrimination (random losses do not cut the window).
     #[arg(long)]
     loss_discrimination: bool,
+    /// Print every path's state to stderr at this interval (e.g. 100ms), for debugging.
+    #[arg(long, value_parser = parse_duration)]
+    trace: Option<Duration>,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
 }
 
 fn scheduler_help() -> String {
-    let names: Vec<String> = Kind::ALL
-        .iter()
-        .map(|(n, _, d)| format!("{n} ({d})"))
-        .collect();
+    let names: Vec<String> = Kind::ALL.iter().map(|(n, _, d)| format!("{n} ({d})")).collect();
     format!("Packet scheduler: {}", names.join("; "))
 }
 
@@ -83,20 +92,11 @@ fn parse_ack_path(s: &str) -> Result<AckPath, String> {
 /// Sizes such as `50MB`, `1.5GB`, `700kB`, `1000`.
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
-    let (num, mult) = [
-        ("GB", 1e9),
-        ("MB", 1e6),
-        ("kB", 1e3),
-        ("KB", 1e3),
-        ("B", 1.0),
-    ]
-    .iter()
-    .find_map(|(u, m)| t.strip_suffix(u).map(|n| (n, *m)))
-    .unwrap_or((t, 1.0));
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("'{s}' is not a size (e.g. 50MB)"))?;
+    let (num, mult) = [("GB", 1e9), ("MB", 1e6), ("kB", 1e3), ("KB", 1e3), ("B", 1.0)]
+        .iter()
+        .find_map(|(u, m)| t.strip_suffix(u).map(|n| (n, *m)))
+        .unwrap_or((t, 1.0));
+    let v: f64 = num.trim().parse().map_err(|_| format!("'{s}' is not a size (e.g. 50MB)"))?;
     if v <= 0.0 || !v.is_finite() {
         return Err(format!("size '{s}' must be positive"));
     }
@@ -104,17 +104,10 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 }
 
 fn parse_event(s: &str, what: &str, links: usize) -> anyhow::Result<(usize, Duration)> {
-    let (i, t) = s
-        .split_once('@')
-        .with_context(|| format!("--{what} '{s}': expected I@T, e.g. 0@10s"))?;
-    let i: usize = i
-        .parse()
-        .with_context(|| format!("--{what} '{s}': '{i}' is not a link index"))?;
+    let (i, t) = s.split_once('@').with_context(|| format!("--{what} '{s}': expected I@T, e.g. 0@10s"))?;
+    let i: usize = i.parse().with_context(|| format!("--{what} '{s}': '{i}' is not a link index"))?;
     if i >= links {
-        bail!(
-            "--{what} '{s}': link {i} does not exist (links are numbered 0 to {})",
-            links - 1
-        );
+        bail!("--{what} '{s}': link {i} does not exist (links are numbered 0 to {})", links - 1);
     }
     let t = parse_duration(t).map_err(|e| anyhow::anyhow!("--{what} '{s}': {e}"))?;
     Ok((i, t))
@@ -141,7 +134,7 @@ pub fn config(args: &SimArgs) -> anyhow::Result<SimConfig> {
     for (i, from) in cuts {
         links[i].down.push((from, Duration::MAX));
     }
-    let session = SessionConfig {
+    let mut session = SessionConfig {
         scheduler: args.scheduler,
         congestion: args.congestion,
         ack_path: args.ack_path,
@@ -149,13 +142,17 @@ pub fn config(args: &SimArgs) -> anyhow::Result<SimConfig> {
         loss_discrimination: args.loss_discrimination,
         ..SessionConfig::default()
     };
-    let _ = parse_rate; // rates are parsed inside link specs
+    let flows = args.workload.flows(args.datagram_size);
+    for (i, f) in flows.iter().enumerate() {
+        let class = TrafficClass { priority: i as u8, deadline: args.deadline };
+        session.classes.insert(f.class, class);
+    }
     Ok(SimConfig {
-        links,
-        duration: args.duration,
-        seed: args.seed,
-        session,
+        bulk: matches!(args.workload, Workload::Bulk),
         bulk_bytes: args.bytes,
+        flows,
+        trace: args.trace,
+        ..SimConfig::bulk(links, args.duration, args.seed, session)
     })
 }
 
@@ -168,9 +165,43 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
     } else {
         print!("{}", report.to_table());
     }
-    Ok(if report.intact {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(if report.intact { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// The traffic a simulation runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Workload {
+    /// One bulk stream.
+    Bulk,
+    /// Constant-bit-rate datagrams at this rate.
+    Cbr(u64),
+    /// One datagram class per layer, at these rates, base layer first.
+    Layered(Vec<u64>),
+}
+
+impl Workload {
+    /// Parses `bulk`, `cbr:RATE` or `layered:RATE,RATE,...`.
+    pub fn parse(s: &str) -> Result<Workload, String> {
+        if s == "bulk" {
+            return Ok(Workload::Bulk);
+        }
+        if let Some(r) = s.strip_prefix("cbr:") {
+            return parse_rate(r).map(Workload::Cbr);
+        }
+        if let Some(list) = s.strip_prefix("layered:") {
+            let rates = list.split(',').map(parse_rate).collect::<Result<Vec<_>, _>>()?;
+            return Ok(Workload::Layered(rates));
+        }
+        Err(format!("'{s}' is not a workload: bulk, cbr:RATE or layered:RATE,RATE,..."))
+    }
+
+    /// The datagram flows of this workload.
+    pub fn flows(&self, size: usize) -> Vec<FlowSpec> {
+        let rates = match self {
+            Workload::Bulk => return Vec::new(),
+            Workload::Cbr(r) => vec![*r],
+            Workload::Layered(r) => r.clone(),
+        };
+        rates.iter().enumerate().map(|(i, r)| FlowSpec { class: i as u8, rate_bps: *r, size }).collect()
+    }
 }

@@ -118,11 +118,7 @@ impl Bbr {
                 }
             }
         }
-        while self
-            .bw_samples
-            .front()
-            .is_some_and(|(r, _)| r + BW_WINDOW_ROUNDS < self.round_count)
-        {
+        while self.bw_samples.front().is_some_and(|(r, _)| r + BW_WINDOW_ROUNDS < self.round_count) {
             self.bw_samples.pop_front();
         }
         self.btl_bw = self.bw_samples.iter().map(|(_, v)| *v).fold(0.0, f64::max);

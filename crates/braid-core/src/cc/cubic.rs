@@ -114,11 +114,7 @@ impl Controller for Cubic {
         self.recovery_start = Some(ev.now);
         let cwnd = self.segments();
         // §4.7 fast convergence.
-        self.w_max = if cwnd < self.w_max {
-            cwnd * (1.0 + BETA) / 2.0
-        } else {
-            cwnd
-        };
+        self.w_max = if cwnd < self.w_max { cwnd * (1.0 + BETA) / 2.0 } else { cwnd };
         let reduced = (cwnd * BETA).max(2.0);
         self.window = ((reduced * self.mss as f64) as u64).max(minimum_window(self.mss));
         self.ssthresh = self.window;

@@ -69,13 +69,7 @@ impl DeliveryRate {
     }
 
     /// One packet of `bytes`, sent at `sent_time`, was acknowledged.
-    pub fn on_packet_acked(
-        &mut self,
-        now: Timestamp,
-        sent_time: Timestamp,
-        bytes: u64,
-        p: &PacketRateState,
-    ) {
+    pub fn on_packet_acked(&mut self, now: Timestamp, sent_time: Timestamp, bytes: u64, p: &PacketRateState) {
         self.delivered += bytes;
         self.delivered_time = now;
         if !self.rs_any || p.delivered >= self.rs_prior_delivered {
@@ -95,10 +89,7 @@ impl DeliveryRate {
             self.app_limited_until = 0;
         }
         if !self.rs_any {
-            return RateSample {
-                delivered: self.delivered,
-                ..RateSample::default()
-            };
+            return RateSample { delivered: self.delivered, ..RateSample::default() };
         }
         self.rs_any = false;
         let bytes = self.delivered - self.rs_prior_delivered;

@@ -37,6 +37,19 @@ pub fn minimum_window(mss: u64) -> u64 {
     2 * mss
 }
 
+/// RFC 9002 §7.8: "When bytes in flight is smaller than the congestion window and sending is
+/// not pacing limited, the congestion window is underutilized ... the congestion window
+/// SHOULD NOT be increased". Window growth is allowed when at least half the window was in
+/// flight, or nearly all of it while the application had nothing more to send.
+pub fn window_limited(ev: &AckEvent, window: u64, mss: u64) -> bool {
+    let used = ev.prior_in_flight;
+    if ev.rate.is_app_limited {
+        used + 3 * mss >= window
+    } else {
+        used * 2 >= window
+    }
+}
+
 /// Newly acknowledged data, reported once per ACK frame.
 #[derive(Debug, Clone)]
 pub struct AckEvent {
@@ -118,11 +131,8 @@ impl Algorithm {
     }
 
     /// Every algorithm, with its name.
-    pub const ALL: [(&'static str, Algorithm); 3] = [
-        ("newreno", Algorithm::NewReno),
-        ("cubic", Algorithm::Cubic),
-        ("bbr", Algorithm::Bbr),
-    ];
+    pub const ALL: [(&'static str, Algorithm); 3] =
+        [("newreno", Algorithm::NewReno), ("cubic", Algorithm::Cubic), ("bbr", Algorithm::Bbr)];
 }
 
 impl FromStr for Algorithm {
@@ -138,10 +148,7 @@ impl FromStr for Algorithm {
 
 impl fmt::Display for Algorithm {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let name = Self::ALL
-            .iter()
-            .find(|(_, a)| a == self)
-            .map_or("?", |(n, _)| n);
+        let name = Self::ALL.iter().find(|(_, a)| a == self).map_or("?", |(n, _)| n);
         f.write_str(name)
     }
 }

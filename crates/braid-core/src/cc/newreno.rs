@@ -18,13 +18,7 @@ pub struct NewReno {
 impl NewReno {
     /// A controller with the initial window.
     pub fn new(mss: u64) -> Self {
-        NewReno {
-            mss,
-            window: initial_window(mss),
-            ssthresh: u64::MAX,
-            recovery_start: None,
-            acked_in_ca: 0,
-        }
+        NewReno { mss, window: initial_window(mss), ssthresh: u64::MAX, recovery_start: None, acked_in_ca: 0 }
     }
 
     fn in_recovery(&self, sent: Timestamp) -> bool {
@@ -40,11 +34,8 @@ impl Controller for NewReno {
         if self.in_recovery(ev.largest_sent_time) {
             return;
         }
-        // Only grow when the window was the limit (RFC 9002 §7.8, under-utilising the window).
-        if ev.prior_in_flight + 2 * self.mss < self.window && !ev.rate.is_app_limited {
-            if ev.prior_in_flight * 2 < self.window {
-                return;
-            }
+        if !super::window_limited(ev, self.window, self.mss) {
+            return;
         }
         if self.window < self.ssthresh {
             self.window += ev.acked_bytes;

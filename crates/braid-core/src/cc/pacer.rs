@@ -16,12 +16,7 @@ pub struct Pacer {
 impl Pacer {
     /// A pacer that starts with a full burst allowance.
     pub fn new(mss: u64) -> Self {
-        Pacer {
-            tokens: 2.0 * mss as f64,
-            last: Timestamp::ZERO,
-            rate: 0.0,
-            burst: 2.0 * mss as f64,
-        }
+        Pacer { tokens: 2.0 * mss as f64, last: Timestamp::ZERO, rate: 0.0, burst: 2.0 * mss as f64 }
     }
 
     /// Sets the rate in bytes per second. The burst allowance is 1 ms of data at that rate,

@@ -72,9 +72,7 @@ impl Random for RngBox {
 impl CryptoResolver for SeededRng {
     fn resolve_rng(&self) -> Option<Box<dyn Random>> {
         let mut parent = self.0.lock().ok()?;
-        Some(Box::new(RngBox(ChaCha20Rng::seed_from_u64(
-            parent.next_u64(),
-        ))))
+        Some(Box::new(RngBox(ChaCha20Rng::seed_from_u64(parent.next_u64()))))
     }
     fn resolve_dh(&self, _: &DHChoice) -> Option<Box<dyn Dh>> {
         None
@@ -99,10 +97,7 @@ fn builder(seed: u64) -> Builder<'static> {
 fn split(hs: &mut HandshakeState, initiator: bool) -> SessionKeys {
     let (i2r, r2i) = hs.dangerously_get_raw_split();
     let (seal, open) = if initiator { (i2r, r2i) } else { (r2i, i2r) };
-    SessionKeys {
-        seal: PacketKey::new(&seal),
-        open: PacketKey::new(&open),
-    }
+    SessionKeys { seal: PacketKey::new(&seal), open: PacketKey::new(&open) }
 }
 
 /// The client's side: builds message 1, then reads message 2.
@@ -122,10 +117,7 @@ impl std::fmt::Debug for Initiator {
 #[derive(Debug)]
 pub enum Response {
     /// Admitted: the session keys and the server's session id.
-    Accepted {
-        keys: SessionKeys,
-        server_session_id: u32,
-    },
+    Accepted { keys: Box<SessionKeys>, server_session_id: u32 },
     /// The server does not admit our key.
     Refused,
 }
@@ -151,9 +143,7 @@ impl Initiator {
         let mut init_packet = vec![0u8; HANDSHAKE_INIT_LEN];
         init_packet[0] = TYPE_HANDSHAKE_INIT;
         init_packet[1] = VERSION;
-        let n = hs
-            .write_message(&payload, &mut init_packet[2..])
-            .expect("message 1 fits");
+        let n = hs.write_message(&payload, &mut init_packet[2..]).expect("message 1 fits");
         debug_assert_eq!(n + 2, HANDSHAKE_INIT_LEN);
         Initiator { hs, init_packet }
     }
@@ -161,16 +151,13 @@ impl Initiator {
     /// Reads message 2 (the Noise part of HANDSHAKE_RESP).
     pub fn read_response(&mut self, noise: &[u8]) -> Result<Response, HandshakeError> {
         let mut payload = [0u8; 64];
-        let n = self
-            .hs
-            .read_message(noise, &mut payload)
-            .map_err(|_| HandshakeError::Decrypt)?;
+        let n = self.hs.read_message(noise, &mut payload).map_err(|_| HandshakeError::Decrypt)?;
         if n != HANDSHAKE_RESP_PAYLOAD_LEN {
             return Err(HandshakeError::Payload);
         }
         match payload[0] {
             STATUS_ACCEPTED => Ok(Response::Accepted {
-                keys: split(&mut self.hs, true),
+                keys: Box::new(split(&mut self.hs, true)),
                 server_session_id: u32::from_be_bytes(payload[1..5].try_into().expect("4")),
             }),
             STATUS_REFUSED => Ok(Response::Refused),
@@ -192,28 +179,20 @@ pub struct Responder {
 
 impl std::fmt::Debug for Responder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Responder")
-            .field("client_key", &self.client_key)
-            .finish()
+        f.debug_struct("Responder").field("client_key", &self.client_key).finish()
     }
 }
 
 impl Responder {
     /// Opens message 1 (the Noise part of HANDSHAKE_INIT) with the server's static key.
-    pub fn read_init(
-        local: &StaticSecret,
-        noise: &[u8],
-        seed: u64,
-    ) -> Result<Self, HandshakeError> {
+    pub fn read_init(local: &StaticSecret, noise: &[u8], seed: u64) -> Result<Self, HandshakeError> {
         let mut hs = builder(seed)
             .local_private_key(local.as_bytes())
             .and_then(|b| b.prologue(PROLOGUE))
             .and_then(|b| b.build_responder())
             .expect("valid 32-byte key");
         let mut payload = [0u8; 64];
-        let n = hs
-            .read_message(noise, &mut payload)
-            .map_err(|_| HandshakeError::Decrypt)?;
+        let n = hs.read_message(noise, &mut payload).map_err(|_| HandshakeError::Decrypt)?;
         if n != HANDSHAKE_INIT_PAYLOAD_LEN {
             return Err(HandshakeError::Payload);
         }
@@ -237,10 +216,7 @@ impl Responder {
         let mut packet = vec![0u8; HANDSHAKE_RESP_LEN];
         packet[0] = TYPE_HANDSHAKE_RESP;
         packet[1..5].copy_from_slice(&self.client_session_id.to_be_bytes());
-        let n = self
-            .hs
-            .write_message(&payload, &mut packet[5..])
-            .expect("message 2 fits");
+        let n = self.hs.write_message(&payload, &mut packet[5..]).expect("message 2 fits");
         debug_assert_eq!(n + 5, HANDSHAKE_RESP_LEN);
         (packet, self.hs)
     }
@@ -262,10 +238,7 @@ mod tests {
     use super::*;
 
     fn keys() -> (StaticSecret, StaticSecret) {
-        (
-            StaticSecret::from_bytes([1; 32]),
-            StaticSecret::from_bytes([2; 32]),
-        )
+        (StaticSecret::from_bytes([1; 32]), StaticSecret::from_bytes([2; 32]))
     }
 
     #[test]
@@ -277,11 +250,7 @@ mod tests {
         assert_eq!((r.client_session_id, r.timestamp), (77, 1000));
         let (resp, server_keys) = r.accept(99);
         assert!(resp.len() < init.init_packet.len());
-        let Response::Accepted {
-            keys,
-            server_session_id,
-        } = init.read_response(&resp[5..]).unwrap()
-        else {
+        let Response::Accepted { keys, server_session_id } = init.read_response(&resp[5..]).unwrap() else {
             panic!("accepted")
         };
         assert_eq!(server_session_id, 99);
@@ -302,10 +271,7 @@ mod tests {
         let mut init = Initiator::new(&client, &server.public_key(), 1, 1, 1);
         let r = Responder::read_init(&server, &init.init_packet[2..], 2).unwrap();
         let resp = r.refuse();
-        assert!(matches!(
-            init.read_response(&resp[5..]),
-            Ok(Response::Refused)
-        ));
+        assert!(matches!(init.read_response(&resp[5..]), Ok(Response::Refused)));
     }
 
     #[test]

@@ -50,11 +50,7 @@ impl StaticSecret {
             .resolve_dh(&DHChoice::Curve25519)
             .expect("snow's default resolver provides X25519");
         dh.set(&self.0);
-        PublicKey(
-            dh.pubkey()
-                .try_into()
-                .expect("X25519 public keys are 32 bytes"),
-        )
+        PublicKey(dh.pubkey().try_into().expect("X25519 public keys are 32 bytes"))
     }
 
     /// Base64 text of the private key, for writing a key file.

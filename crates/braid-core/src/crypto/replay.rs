@@ -26,10 +26,7 @@ pub struct ReplayWindow {
 
 impl Default for ReplayWindow {
     fn default() -> Self {
-        ReplayWindow {
-            highest: None,
-            bits: [0; WORDS],
-        }
+        ReplayWindow { highest: None, bits: [0; WORDS] }
     }
 }
 

@@ -37,8 +37,7 @@ impl Path {
         }
         let first = acked.len();
         for range in &ack.ranges {
-            let pns: smallvec::SmallVec<[u64; 64]> =
-                self.sent.pns_in(*range.start(), *range.end()).collect();
+            let pns: smallvec::SmallVec<[u64; 64]> = self.sent.pns_in(*range.start(), *range.end()).collect();
             for pn in pns {
                 if let Some(p) = self.sent.remove(pn) {
                     acked.push(p);
@@ -48,10 +47,7 @@ impl Path {
         if acked.len() == first {
             return Ok(false);
         }
-        self.largest_acked = Some(
-            self.largest_acked
-                .map_or(ack.largest, |l| l.max(ack.largest)),
-        );
+        self.largest_acked = Some(self.largest_acked.map_or(ack.largest, |l| l.max(ack.largest)));
         let newly = &acked[first..];
         // RFC 9002 §5.1: an RTT sample when the largest acknowledged is newly acknowledged and
         // at least one newly acknowledged packet was ack-eliciting.
@@ -70,8 +66,7 @@ impl Path {
         let mut largest_sent_time = Timestamp::ZERO;
         for p in newly {
             if p.in_flight {
-                self.delivery
-                    .on_packet_acked(now, p.sent_time, u64::from(p.size), &p.rate);
+                self.delivery.on_packet_acked(now, p.sent_time, u64::from(p.size), &p.rate);
                 if !p.requeued {
                     self.in_flight -= u64::from(p.size);
                     acked_bytes += u64::from(p.size);
@@ -87,13 +82,7 @@ impl Path {
             self.monitor.on_delivery_rate(r, rate.is_app_limited);
         }
         if self.state == PathState::Active && acked_bytes > 0 {
-            let ev = AckEvent {
-                now,
-                acked_bytes,
-                largest_sent_time,
-                prior_in_flight,
-                rate,
-            };
+            let ev = AckEvent { now, acked_bytes, largest_sent_time, prior_in_flight, rate };
             self.cc.on_ack(&ev, &self.rtt);
         }
         self.detect_lost(now, max_ack_delay, lost);
@@ -103,12 +92,7 @@ impl Path {
 
     /// RFC 9002 §6.1: declares lost what is `PACKET_THRESHOLD` below the largest acknowledged
     /// or older than the time threshold; arms `loss_time` for the rest.
-    pub fn detect_lost(
-        &mut self,
-        now: Timestamp,
-        max_ack_delay: Duration,
-        lost: &mut Vec<SentPacket>,
-    ) {
+    pub fn detect_lost(&mut self, now: Timestamp, max_ack_delay: Duration, lost: &mut Vec<SentPacket>) {
         self.loss_time = None;
         let Some(largest) = self.largest_acked else {
             return;
@@ -180,13 +164,7 @@ impl Path {
         }
         if lost_bytes > 0 && self.state == PathState::Active {
             let random = self.monitor.loss_looks_random(&self.rtt);
-            let ev = LossEvent {
-                now,
-                lost_bytes,
-                largest_sent_time,
-                persistent,
-                random,
-            };
+            let ev = LossEvent { now, lost_bytes, largest_sent_time, persistent, random };
             self.cc.on_congestion(&ev, &self.rtt);
         }
     }
@@ -216,12 +194,7 @@ impl Path {
     }
 
     /// The loss-detection timer fired: detect losses or arm a probe.
-    pub fn on_loss_timeout(
-        &mut self,
-        now: Timestamp,
-        max_ack_delay: Duration,
-        lost: &mut Vec<SentPacket>,
-    ) {
+    pub fn on_loss_timeout(&mut self, now: Timestamp, max_ack_delay: Duration, lost: &mut Vec<SentPacket>) {
         if self.loss_time.is_some_and(|t| t <= now) {
             self.detect_lost(now, max_ack_delay, lost);
             self.update_pacing(now);

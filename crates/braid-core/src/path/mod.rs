@@ -68,6 +68,8 @@ pub struct Challenge {
     pub sent: Option<Timestamp>,
     /// How many times it was sent.
     pub tries: u32,
+    /// When validation began (it fails if not done within `VALIDATION_TIMEOUT`).
+    pub started: Timestamp,
 }
 
 /// One path of a session.
@@ -183,6 +185,16 @@ impl Path {
         }
     }
 
+    /// Anti-amplification (RFC 9000 §8): before the server has validated a path it sends at
+    /// most three times what it received on it. Returns the bytes it may still send.
+    pub fn amplification_budget(&self, server: bool) -> usize {
+        if server && self.state == PathState::Validating {
+            (self.stats.bytes_received * 3).saturating_sub(self.stats.bytes_sent) as usize
+        } else {
+            usize::MAX
+        }
+    }
+
     /// True when the path may carry data (validated, answering, not abandoned).
     pub fn is_usable(&self) -> bool {
         self.state == PathState::Active
@@ -259,11 +271,7 @@ impl Path {
         if self.state != PathState::Active {
             return None;
         }
-        let oldest = self
-            .sent
-            .iter()
-            .find(|p| p.ack_eliciting && !p.requeued)?
-            .sent_time;
+        let oldest = self.sent.iter().find(|p| p.ack_eliciting && !p.requeued)?.sent_time;
         let since = self.last_ack.map_or(oldest, |a| a.max(oldest));
         Some(since + self.silence_threshold())
     }

@@ -39,13 +39,7 @@ impl Received {
     }
 
     /// Records an authenticated packet.
-    pub fn on_packet(
-        &mut self,
-        now: Timestamp,
-        pn: u64,
-        ack_eliciting: bool,
-        max_ack_delay: Duration,
-    ) {
+    pub fn on_packet(&mut self, now: Timestamp, pn: u64, ack_eliciting: bool, max_ack_delay: Duration) {
         let in_order = self.replay.highest().is_none_or(|h| pn == h + 1);
         self.replay.commit(pn);
         self.ranges.insert_one(pn);
@@ -90,16 +84,14 @@ impl Received {
 
     /// Ranges to report (descending) and the ACK delay, marking them reported.
     pub fn take_ack(&mut self, now: Timestamp) -> Option<(Vec<std::ops::Range<u64>>, u64)> {
-        if self.ranges.is_empty() {
-            return None;
-        }
         self.pending = false;
         self.immediate = false;
         self.deadline = None;
         self.eliciting_since_ack = 0;
-        let delay = self
-            .largest_time
-            .map_or(0, |t| (now - t).as_micros() as u64);
+        if self.ranges.is_empty() {
+            return None;
+        }
+        let delay = self.largest_time.map_or(0, |t| (now - t).as_micros() as u64);
         Some((self.ranges.iter().rev().collect(), delay))
     }
 

@@ -19,12 +19,7 @@ pub struct RttEstimator {
 
 impl Default for RttEstimator {
     fn default() -> Self {
-        RttEstimator {
-            latest: INITIAL_RTT,
-            smoothed: None,
-            var: INITIAL_RTT / 2,
-            min: INITIAL_RTT,
-        }
+        RttEstimator { latest: INITIAL_RTT, smoothed: None, var: INITIAL_RTT / 2, min: INITIAL_RTT }
     }
 }
 
@@ -74,11 +69,7 @@ impl RttEstimator {
                 self.min = self.min.min(latest);
                 // "adjusted_rtt = latest_rtt; if (latest_rtt >= min_rtt + ack_delay):
                 //  adjusted_rtt = latest_rtt - ack_delay"
-                let adjusted = if latest >= self.min + ack_delay {
-                    latest - ack_delay
-                } else {
-                    latest
-                };
+                let adjusted = if latest >= self.min + ack_delay { latest - ack_delay } else { latest };
                 let diff = srtt.abs_diff(adjusted);
                 self.var = (3 * self.var + diff) / 4;
                 self.smoothed = Some((7 * srtt + adjusted) / 8);
@@ -105,20 +96,13 @@ mod tests {
         r.update(Duration::from_millis(100), Duration::ZERO);
         assert_eq!(
             (r.smoothed(), r.var(), r.min()),
-            (
-                Duration::from_millis(100),
-                Duration::from_millis(50),
-                Duration::from_millis(100)
-            )
+            (Duration::from_millis(100), Duration::from_millis(50), Duration::from_millis(100))
         );
         r.update(Duration::from_millis(120), Duration::from_millis(10));
         // adjusted = 110: srtt = (700 + 110) / 8 = 101.25 ms, var = (150 + 10) / 4 = 40 ms
         assert_eq!(r.smoothed(), Duration::from_micros(101_250));
         assert_eq!(r.var(), Duration::from_millis(40));
         assert_eq!(r.min(), Duration::from_millis(100));
-        assert_eq!(
-            r.pto_base(Duration::from_millis(25)),
-            Duration::from_micros(101_250 + 160_000 + 25_000)
-        );
+        assert_eq!(r.pto_base(Duration::from_millis(25)), Duration::from_micros(101_250 + 160_000 + 25_000));
     }
 }

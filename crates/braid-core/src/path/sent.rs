@@ -12,12 +12,7 @@ use std::collections::VecDeque;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SentFrame {
     /// Stream bytes `[offset, offset + len)`, with FIN if `fin`.
-    Stream {
-        id: u64,
-        offset: u64,
-        len: u32,
-        fin: bool,
-    },
+    Stream { id: u64, offset: u64, len: u32, fin: bool },
     /// RESET_STREAM.
     ResetStream { id: u64 },
     /// STOP_SENDING.
@@ -126,9 +121,7 @@ impl SentPackets {
             0..0
         } else {
             let start = lo.saturating_sub(self.base) as usize;
-            let end = ((hi - self.base) as usize)
-                .saturating_add(1)
-                .min(self.slots.len());
+            let end = ((hi - self.base) as usize).saturating_add(1).min(self.slots.len());
             start.min(end)..end
         };
         self.slots.range(range).flatten().map(|p| p.pn)

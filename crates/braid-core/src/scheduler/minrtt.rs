@@ -15,10 +15,7 @@ impl Scheduler for MinRtt {
     }
 
     fn select(&mut self, now: Timestamp, paths: &[PathView], _packet: &PacketInfo) -> Decision {
-        match eligible(paths)
-            .filter(|p| p.ready(now))
-            .min_by_key(|p| (p.srtt, p.id))
-        {
+        match eligible(paths).filter(|p| p.ready(now)).min_by_key(|p| (p.srtt, p.id)) {
             Some(p) => Decision::Send(p.id),
             None => wait_for(eligible(paths)),
         }
@@ -35,21 +32,11 @@ mod tests {
     fn lowest_rtt_among_ready() {
         let mut s = MinRtt;
         let now = Timestamp::from_nanos(100);
-        let paths = [
-            view(0, 40, Some(0)),
-            view(1, 10, Some(500)),
-            view(2, 20, Some(50)),
-        ];
+        let paths = [view(0, 40, Some(0)), view(1, 10, Some(500)), view(2, 20, Some(50))];
         assert_eq!(s.select(now, &paths, &packet()), Decision::Send(2));
         let paths = [view(0, 40, None), view(1, 10, Some(500))];
-        assert_eq!(
-            s.select(now, &paths, &packet()),
-            Decision::Wait(Some(Timestamp::from_nanos(500)))
-        );
-        assert_eq!(
-            s.select(now, &[view(0, 40, None)], &packet()),
-            Decision::Wait(None)
-        );
+        assert_eq!(s.select(now, &paths, &packet()), Decision::Wait(Some(Timestamp::from_nanos(500))));
+        assert_eq!(s.select(now, &[view(0, 40, None)], &packet()), Decision::Wait(None));
     }
 
     #[test]

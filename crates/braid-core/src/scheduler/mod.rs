@@ -128,16 +128,8 @@ pub enum Kind {
 impl Kind {
     /// Every scheduler with its command-line name and a one-line description.
     pub const ALL: [(&'static str, Kind, &'static str); 2] = [
-        (
-            "minrtt",
-            Kind::MinRtt,
-            "lowest smoothed RTT among paths that can send now",
-        ),
-        (
-            "rr",
-            Kind::RoundRobin,
-            "paths in turn, skipping those that cannot send",
-        ),
+        ("minrtt", Kind::MinRtt, "lowest smoothed RTT among paths that can send now"),
+        ("rr", Kind::RoundRobin, "paths in turn, skipping those that cannot send"),
     ];
 
     /// A fresh scheduler of this kind.
@@ -150,24 +142,17 @@ impl Kind {
 
     /// Command-line name.
     pub fn name(self) -> &'static str {
-        Self::ALL
-            .iter()
-            .find(|(_, k, _)| *k == self)
-            .map_or("?", |(n, _, _)| n)
+        Self::ALL.iter().find(|(_, k, _)| *k == self).map_or("?", |(n, _, _)| n)
     }
 }
 
 impl FromStr for Kind {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        Self::ALL
-            .iter()
-            .find(|(n, _, _)| n.eq_ignore_ascii_case(s))
-            .map(|(_, k, _)| *k)
-            .ok_or_else(|| {
-                let names: Vec<_> = Self::ALL.iter().map(|(n, _, _)| *n).collect();
-                format!("unknown scheduler '{s}' (one of: {})", names.join(", "))
-            })
+        Self::ALL.iter().find(|(n, _, _)| n.eq_ignore_ascii_case(s)).map(|(_, k, _)| *k).ok_or_else(|| {
+            let names: Vec<_> = Self::ALL.iter().map(|(n, _, _)| *n).collect();
+            format!("unknown scheduler '{s}' (one of: {})", names.join(", "))
+        })
     }
 }
 
@@ -201,12 +186,6 @@ pub(crate) mod test_util {
 
     /// A 1200-byte packet of class 0.
     pub fn packet() -> PacketInfo {
-        PacketInfo {
-            class: 0,
-            priority: 0,
-            deadline: None,
-            bytes: 1200,
-            retransmit: false,
-        }
+        PacketInfo { class: 0, priority: 0, deadline: None, bytes: 1200, retransmit: false }
     }
 }

@@ -17,20 +17,13 @@ impl Scheduler for RoundRobin {
     }
 
     fn select(&mut self, now: Timestamp, paths: &[PathView], _packet: &PacketInfo) -> Decision {
-        let ready: Vec<PathId> = eligible(paths)
-            .filter(|p| p.ready(now))
-            .map(|p| p.id)
-            .collect();
+        let ready: Vec<PathId> = eligible(paths).filter(|p| p.ready(now)).map(|p| p.id).collect();
         if ready.is_empty() {
             return wait_for(eligible(paths));
         }
         // The first ready path after the last one used, wrapping around.
         let next = match self.last {
-            Some(last) => ready
-                .iter()
-                .copied()
-                .find(|&id| id > last)
-                .unwrap_or(ready[0]),
+            Some(last) => ready.iter().copied().find(|&id| id > last).unwrap_or(ready[0]),
             None => ready[0],
         };
         self.last = Some(next);
@@ -47,11 +40,7 @@ mod tests {
     fn takes_turns_and_skips_blocked() {
         let mut s = RoundRobin::default();
         let now = Timestamp::from_nanos(10);
-        let paths = [
-            view(0, 10, Some(0)),
-            view(1, 10, Some(0)),
-            view(2, 10, Some(0)),
-        ];
+        let paths = [view(0, 10, Some(0)), view(1, 10, Some(0)), view(2, 10, Some(0))];
         let picks: Vec<_> = (0..6).map(|_| s.select(now, &paths, &packet())).collect();
         let ids: Vec<_> = picks
             .iter()
@@ -61,20 +50,8 @@ mod tests {
             })
             .collect();
         assert_eq!(ids, vec![0, 1, 2, 0, 1, 2]);
-        let paths = [
-            view(0, 10, Some(0)),
-            view(1, 10, None),
-            view(2, 10, Some(0)),
-        ];
+        let paths = [view(0, 10, Some(0)), view(1, 10, None), view(2, 10, Some(0))];
         let ids: Vec<_> = (0..4).map(|_| s.select(now, &paths, &packet())).collect();
-        assert_eq!(
-            ids,
-            vec![
-                Decision::Send(0),
-                Decision::Send(2),
-                Decision::Send(0),
-                Decision::Send(2)
-            ]
-        );
+        assert_eq!(ids, vec![Decision::Send(0), Decision::Send(2), Decision::Send(0), Decision::Send(2)]);
     }
 }

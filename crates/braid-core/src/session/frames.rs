@@ -29,36 +29,21 @@ impl Session {
                 self.on_ack(now, &ack);
                 Ok(())
             }
-            Frame::Stream {
-                id,
-                offset,
-                fin,
-                data,
-            } => self
-                .streams
-                .on_stream_frame(id, offset, payload.slice_ref(data), fin)
-                .map(|fresh| {
+            Frame::Stream { id, offset, fin, data } => {
+                self.streams.on_stream_frame(id, offset, payload.slice_ref(data), fin).map(|fresh| {
                     if let Some(p) = self.path_mut(path_id) {
                         p.stats.stream_bytes_received += fresh;
                     }
-                }),
-            Frame::ResetStream {
-                id,
-                code,
-                final_size,
-            } => self.streams.on_reset(id, code, final_size),
+                })
+            }
+            Frame::ResetStream { id, code, final_size } => self.streams.on_reset(id, code, final_size),
             Frame::StopSending { id, code } => self.streams.on_stop_sending(id, code),
             Frame::MaxData(max) => {
                 self.streams.on_max_data(max);
                 Ok(())
             }
             Frame::MaxStreamData { id, max } => {
-                tracing::trace!(
-                    session = self.local_id,
-                    stream = id,
-                    max,
-                    "received MAX_STREAM_DATA"
-                );
+                tracing::trace!(session = self.local_id, stream = id, max, "received MAX_STREAM_DATA");
                 self.streams.on_max_stream_data(id, max)
             }
             Frame::MaxStreams(n) => {
@@ -66,14 +51,8 @@ impl Session {
                 Ok(())
             }
             Frame::StreamOpen { id, class } => self.streams.on_stream_open(id, class),
-            Frame::Datagram {
-                class, seq, data, ..
-            } => {
-                self.datagrams.on_received(Datagram {
-                    class,
-                    seq,
-                    data: payload.slice_ref(data),
-                });
+            Frame::Datagram { class, seq, data, .. } => {
+                self.datagrams.on_received(Datagram { class, seq, data: payload.slice_ref(data) });
                 self.events.push_back(Event::DatagramReceived);
                 Ok(())
             }
@@ -89,11 +68,7 @@ impl Session {
                 self.on_path_response(now, path_id, remote, token);
                 Ok(())
             }
-            Frame::PathStatus {
-                path_id: target,
-                seq,
-                status,
-            } => {
+            Frame::PathStatus { path_id: target, seq, status } => {
                 if let Some(p) = self.path_mut(target) {
                     if p.remote_status_seq.is_none_or(|s| seq > s) {
                         p.remote_status_seq = Some(seq);
@@ -102,9 +77,7 @@ impl Session {
                 }
                 Ok(())
             }
-            Frame::PathAbandon {
-                path_id: target, ..
-            } => {
+            Frame::PathAbandon { path_id: target, .. } => {
                 self.retire_path(now, target, false);
                 Ok(())
             }
@@ -119,13 +92,7 @@ impl Session {
         }
     }
 
-    fn on_path_response(
-        &mut self,
-        now: Timestamp,
-        path_id: u8,
-        remote: SocketAddr,
-        token: [u8; 8],
-    ) {
+    fn on_path_response(&mut self, now: Timestamp, path_id: u8, remote: SocketAddr, token: [u8; 8]) {
         let Some(p) = self.path_mut(path_id) else {
             return;
         };
@@ -145,8 +112,7 @@ impl Session {
             p.last_ack = Some(now);
             p.update_pacing(now);
             tracing::debug!(session = self.local_id, path = path_id, "path validated");
-            self.events
-                .push_back(Event::Path(path_id, PathEvent::Validated));
+            self.events.push_back(Event::Path(path_id, PathEvent::Validated));
         }
     }
 
@@ -175,12 +141,9 @@ impl Session {
     fn on_packet_acked(&mut self, p: &SentPacket) {
         for f in &p.frames {
             match *f {
-                SentFrame::Stream {
-                    id,
-                    offset,
-                    len,
-                    fin,
-                } => self.streams.on_frame_acked(id, offset, u64::from(len), fin),
+                SentFrame::Stream { id, offset, len, fin } => {
+                    self.streams.on_frame_acked(id, offset, u64::from(len), fin)
+                }
                 SentFrame::Ack { path, largest } => {
                     if let Some(p) = self.path_mut(path) {
                         p.received.on_ack_acked(largest);
@@ -188,9 +151,7 @@ impl Session {
                 }
                 SentFrame::ResetStream { id } => self.streams.on_reset_sent(id, FrameFate::Acked),
                 SentFrame::StopSending { id } => self.streams.on_stop_sent(id, FrameFate::Acked),
-                SentFrame::Datagram { class } => {
-                    self.datagrams.stats.entry(class).or_default().acked += 1
-                }
+                SentFrame::Datagram { class } => self.datagrams.stats.entry(class).or_default().acked += 1,
                 _ => {}
             }
         }
@@ -206,12 +167,9 @@ impl Session {
     pub(super) fn requeue_frames(&mut self, frames: &[SentFrame]) {
         for f in frames {
             match *f {
-                SentFrame::Stream {
-                    id,
-                    offset,
-                    len,
-                    fin,
-                } => self.streams.on_frame_lost(id, offset, u64::from(len), fin),
+                SentFrame::Stream { id, offset, len, fin } => {
+                    self.streams.on_frame_lost(id, offset, u64::from(len), fin)
+                }
                 SentFrame::ResetStream { id } => self.streams.on_reset_sent(id, FrameFate::Lost),
                 SentFrame::StopSending { id } => self.streams.on_stop_sent(id, FrameFate::Lost),
                 SentFrame::MaxData => self.streams.control.max_data = true,
@@ -221,9 +179,7 @@ impl Session {
                 }
                 SentFrame::MaxStreams => self.streams.control.max_streams = true,
                 SentFrame::StreamOpen { id } => self.streams.on_open_lost(id),
-                SentFrame::Datagram { class } => {
-                    self.datagrams.stats.entry(class).or_default().lost += 1
-                }
+                SentFrame::Datagram { class } => self.datagrams.stats.entry(class).or_default().lost += 1,
                 SentFrame::Ack { .. } => {}
                 SentFrame::PathStatus { path } => {
                     if self.path(path).is_some() {

@@ -73,9 +73,7 @@ impl fmt::Display for CloseReason {
                 "the server did not answer the handshake: it is down, unreachable, or holds a \
                  different key than the one configured as server key",
             ),
-            CloseReason::Refused => {
-                f.write_str("the server refused our key (not in its client list)")
-            }
+            CloseReason::Refused => f.write_str("the server refused our key (not in its client list)"),
             CloseReason::PeerClosed { code, reason } => {
                 write!(f, "closed by peer (code {code}: {reason})")
             }
@@ -131,12 +129,7 @@ pub struct Transmit {
 #[derive(Debug)]
 enum State {
     /// Client, waiting for the server's answer.
-    Handshaking {
-        initiator: Box<Initiator>,
-        started: Timestamp,
-        next_send: Timestamp,
-        tries: u32,
-    },
+    Handshaking { initiator: Box<Initiator>, started: Timestamp, next_send: Timestamp, tries: u32 },
     /// Keys agreed.
     Established,
     /// We close: CLOSE frames are sent on every path, then the session is drained.
@@ -209,13 +202,7 @@ impl fmt::Debug for Session {
 }
 
 impl Session {
-    fn new(
-        side: Side,
-        config: Arc<SessionConfig>,
-        seed: u64,
-        now: Timestamp,
-        state: State,
-    ) -> Self {
+    fn new(side: Side, config: Arc<SessionConfig>, seed: u64, now: Timestamp, state: State) -> Self {
         let limits = StreamLimits {
             stream_window: config.stream_window,
             session_window: config.session_window,
@@ -267,37 +254,14 @@ impl Session {
     ) -> Session {
         let mut rng = ChaCha20Rng::seed_from_u64(seed);
         let local_id = rng.next_u32();
-        let initiator = Initiator::new(
-            &config.secret,
-            &config.server_key,
-            local_id,
-            timestamp,
-            rng.next_u64(),
-        );
-        let state = State::Handshaking {
-            initiator: Box::new(initiator),
-            started: now,
-            next_send: now,
-            tries: 0,
-        };
-        let mut s = Session::new(
-            Side::Client,
-            Arc::new(config.session.clone()),
-            rng.next_u64(),
-            now,
-            state,
-        );
+        let initiator =
+            Initiator::new(&config.secret, &config.server_key, local_id, timestamp, rng.next_u64());
+        let state =
+            State::Handshaking { initiator: Box::new(initiator), started: now, next_send: now, tries: 0 };
+        let mut s = Session::new(Side::Client, Arc::new(config.session.clone()), rng.next_u64(), now, state);
         s.local_id = local_id;
         s.peer_key = Some(config.server_key);
-        let path = Path::new(
-            0,
-            local,
-            server,
-            PathState::Validating,
-            s.config.congestion,
-            s.mtu(),
-            now,
-        );
+        let path = Path::new(0, local, server, PathState::Validating, s.config.congestion, s.mtu(), now);
         s.paths.push(path);
         s
     }
@@ -323,15 +287,7 @@ impl Session {
         s.handshake_init = Some(init);
         s.handshake_resp = Some(resp);
         s.handshake_resp_due = true;
-        let mut path = Path::new(
-            0,
-            local,
-            client,
-            PathState::Active,
-            s.config.congestion,
-            s.mtu(),
-            now,
-        );
+        let mut path = Path::new(0, local, client, PathState::Active, s.config.congestion, s.mtu(), now);
         path.last_received = Some(now);
         s.paths.push(path);
         s.apply_path_config();
@@ -462,6 +418,11 @@ impl Session {
         self.streams.reorder_now()
     }
 
+    /// The armed timers, for diagnostics: (name, deadline).
+    pub fn timers(&self) -> Vec<(String, Timestamp)> {
+        self.timer_table()
+    }
+
     /// Session-level flow control: (new bytes sent, peer's limit, bytes received, our limit).
     pub fn flow_control(&self) -> (u64, u64, u64, u64) {
         self.streams.flow()
@@ -481,12 +442,7 @@ impl Session {
     }
 
     /// Queues a datagram of class `class`. Its class deadline (if any) starts now.
-    pub fn send_datagram(
-        &mut self,
-        now: Timestamp,
-        class: u8,
-        data: Bytes,
-    ) -> Result<(), DatagramError> {
+    pub fn send_datagram(&mut self, now: Timestamp, class: u8, data: Bytes) -> Result<(), DatagramError> {
         if !self.is_established() {
             return Err(DatagramError::NotConnected);
         }
@@ -496,8 +452,7 @@ impl Session {
         }
         let deadline = self.config.class(class).deadline.map(|d| now + d);
         let cfg = self.config.clone();
-        self.datagrams
-            .push(class, data, deadline, |c| cfg.priority(c));
+        self.datagrams.push(class, data, deadline, |c| cfg.priority(c));
         Ok(())
     }
 
@@ -580,14 +535,8 @@ impl Session {
             State::Handshaking { .. } => self.end(CloseReason::LocalClosed { code }),
             State::Established => {
                 self.close_frame = Some((code, reason.to_owned(), BTreeSet::new()));
-                let pto = self
-                    .paths
-                    .iter()
-                    .map(|p| p.rtt.pto_base(self.config.max_ack_delay))
-                    .max();
-                self.state = State::Closing {
-                    until: now + 3 * pto.unwrap_or(Duration::from_secs(1)),
-                };
+                let pto = self.paths.iter().map(|p| p.rtt.pto_base(self.config.max_ack_delay)).max();
+                self.state = State::Closing { until: now + 3 * pto.unwrap_or(Duration::from_secs(1)) };
                 self.closed_reason = Some(CloseReason::LocalClosed { code });
             }
         }

@@ -47,22 +47,10 @@ impl Session {
             .ok_or(PathError::Limit)?;
         self.next_path_id = u16::from(id) % 255 + 1;
         let token = self.random_token();
-        let mut path = Path::new(
-            id,
-            local,
-            remote,
-            PathState::Validating,
-            self.config.congestion,
-            self.mtu(),
-            now,
-        );
+        let mut path =
+            Path::new(id, local, remote, PathState::Validating, self.config.congestion, self.mtu(), now);
         path.monitor.discriminate_loss = self.config.loss_discrimination;
-        path.challenge = Some(Challenge {
-            token,
-            remote,
-            sent: None,
-            tries: 0,
-        });
+        path.challenge = Some(Challenge { token, remote, sent: None, tries: 0, started: now });
         self.paths.push(path);
         tracing::debug!(session = self.local_id, path = id, ?local, %remote, "adding path");
         Ok(id)
@@ -176,12 +164,7 @@ fn strand(path: &mut Path) -> Vec<SentFrame> {
         if p.in_flight {
             path.in_flight -= u64::from(p.size);
         }
-        frames.extend(
-            p.frames
-                .iter()
-                .filter(|f| !matches!(f, SentFrame::Datagram { .. }))
-                .cloned(),
-        );
+        frames.extend(p.frames.iter().filter(|f| !matches!(f, SentFrame::Datagram { .. })).cloned());
     }
     frames
 }

@@ -8,9 +8,7 @@ use super::{Event, Session, State};
 use crate::crypto::handshake::Response;
 use crate::path::{Challenge, Path, PathState};
 use crate::time::Timestamp;
-use crate::wire::{
-    self, header::decode_packet_number, DataHeader, Frames, Header, DATA_HEADER_LEN,
-};
+use crate::wire::{self, header::decode_packet_number, DataHeader, Frames, Header, DATA_HEADER_LEN};
 use bytes::BytesMut;
 use std::net::SocketAddr;
 
@@ -59,10 +57,7 @@ impl DropReason {
 
     /// Metric label.
     pub fn label(self) -> &'static str {
-        Self::ALL
-            .iter()
-            .find(|(r, _)| *r == self)
-            .map_or("other", |(_, l)| l)
+        Self::ALL.iter().find(|(r, _)| *r == self).map_or("other", |(_, l)| l)
     }
 }
 
@@ -102,29 +97,19 @@ impl Session {
     }
 
     fn on_handshake_resp(&mut self, now: Timestamp, session_id: u32, noise: &[u8]) {
-        let State::Handshaking {
-            initiator,
-            next_send,
-            tries,
-            ..
-        } = &mut self.state
-        else {
+        let State::Handshaking { initiator, next_send, tries, .. } = &mut self.state else {
             return self.drop_packet(DropReason::UnexpectedHandshake);
         };
         if session_id != self.local_id {
             return self.drop_packet(DropReason::UnknownSession);
         }
         // The RTT of the handshake is a first sample, when unambiguous (one message sent).
-        let rtt_sample =
-            (*tries == 1).then(|| now - (*next_send - super::timers::handshake_backoff(1)));
+        let rtt_sample = (*tries == 1).then(|| now - (*next_send - super::timers::handshake_backoff(1)));
         match initiator.read_response(noise) {
             Err(_) => self.drop_packet(DropReason::HandshakeDecrypt),
             Ok(Response::Refused) => self.end(super::CloseReason::Refused),
-            Ok(Response::Accepted {
-                keys,
-                server_session_id,
-            }) => {
-                self.keys = Some(keys);
+            Ok(Response::Accepted { keys, server_session_id }) => {
+                self.keys = Some(*keys);
                 self.remote_id = server_session_id;
                 self.state = State::Established;
                 self.last_activity = now;
@@ -171,12 +156,7 @@ impl Session {
                 return self.drop_packet(DropReason::Replayed);
             }
         } else if self.side == super::Side::Client
-            || self
-                .paths
-                .iter()
-                .filter(|p| p.state != PathState::Closed)
-                .count()
-                >= self.config.max_paths
+            || self.paths.iter().filter(|p| p.state != PathState::Closed).count() >= self.config.max_paths
         {
             return self.drop_packet(DropReason::UnknownPath);
         }
@@ -203,12 +183,7 @@ impl Session {
             // sending there; until then data keeps going to the old one.
             let token = self.random_token();
             let path = &mut self.paths[i];
-            path.challenge = Some(Challenge {
-                token,
-                remote,
-                sent: None,
-                tries: 0,
-            });
+            path.challenge = Some(Challenge { token, remote, sent: None, tries: 0, started: now });
         }
         self.last_activity = now;
         self.stats.packets_received += 1;
@@ -236,30 +211,12 @@ impl Session {
 
     /// An authenticated packet arrived for a path id we do not have: the client opened a new
     /// path. It is created validating; our own challenge proves the client's address.
-    fn join_path(
-        &mut self,
-        now: Timestamp,
-        id: u8,
-        local: Option<SocketAddr>,
-        remote: SocketAddr,
-    ) -> usize {
+    fn join_path(&mut self, now: Timestamp, id: u8, local: Option<SocketAddr>, remote: SocketAddr) -> usize {
         let token = self.random_token();
-        let mut path = Path::new(
-            id,
-            local,
-            remote,
-            PathState::Validating,
-            self.config.congestion,
-            self.mtu(),
-            now,
-        );
+        let mut path =
+            Path::new(id, local, remote, PathState::Validating, self.config.congestion, self.mtu(), now);
         path.monitor.discriminate_loss = self.config.loss_discrimination;
-        path.challenge = Some(Challenge {
-            token,
-            remote,
-            sent: None,
-            tries: 0,
-        });
+        path.challenge = Some(Challenge { token, remote, sent: None, tries: 0, started: now });
         // A path id that was closed before comes back as a new path.
         self.paths.retain(|p| p.id != id);
         self.paths.push(path);

@@ -27,9 +27,8 @@ const MIN_FRAME_ROOM: usize = 24;
 /// A path that sends only ACKs makes one of them ack-eliciting this often, so that it learns
 /// its RTT and notices when it goes silent.
 const LIVENESS_MIN: Duration = Duration::from_millis(50);
-/// Anti-amplification: before a path is validated the server sends at most this many times
-/// what it received on it.
-const AMPLIFICATION: u64 = 3;
+/// The smallest packet worth sending on a path under anti-amplification limits.
+pub(super) const MIN_PROBE_BUDGET: usize = DATA_HEADER_LEN + TAG_LEN + 20;
 
 /// A packet being built in the caller's buffer.
 struct Builder {
@@ -47,12 +46,7 @@ impl Session {
         buf.clear();
         match &mut self.state {
             State::Closed => return None,
-            State::Handshaking {
-                initiator,
-                next_send,
-                tries,
-                ..
-            } => {
+            State::Handshaking { initiator, next_send, tries, .. } => {
                 if now < *next_send {
                     return None;
                 }
@@ -60,12 +54,7 @@ impl Session {
                 *next_send = now + super::timers::handshake_backoff(*tries);
                 buf.extend_from_slice(&initiator.init_packet);
                 let p = &self.paths[0];
-                return Some(Transmit {
-                    path: 0,
-                    destination: p.remote,
-                    source: p.local,
-                    size: buf.len(),
-                });
+                return Some(Transmit { path: 0, destination: p.remote, source: p.local, size: buf.len() });
             }
             State::Closing { .. } => return self.poll_close(now, buf),
             State::Established => {}
@@ -74,12 +63,7 @@ impl Session {
             self.handshake_resp_due = false;
             if let (Some(resp), Some(p)) = (&self.handshake_resp, self.path(0)) {
                 buf.extend_from_slice(resp);
-                return Some(Transmit {
-                    path: 0,
-                    destination: p.remote,
-                    source: p.local,
-                    size: buf.len(),
-                });
+                return Some(Transmit { path: 0, destination: p.remote, source: p.local, size: buf.len() });
             }
         }
         self.poll_path_control(now, buf)
@@ -94,19 +78,8 @@ impl Session {
         let pn = path.take_pn();
         buf.clear();
         buf.resize(DATA_HEADER_LEN, 0);
-        DataHeader {
-            session_id: self.remote_id,
-            path_id: path.id,
-            truncated_pn: pn as u32,
-        }
-        .write(buf);
-        Builder {
-            idx,
-            pn,
-            limit: path.mtu - TAG_LEN,
-            frames: SmallVec::new(),
-            ack_eliciting: false,
-        }
+        DataHeader { session_id: self.remote_id, path_id: path.id, truncated_pn: pn as u32 }.write(buf);
+        Builder { idx, pn, limit: path.mtu - TAG_LEN, frames: SmallVec::new(), ack_eliciting: false }
     }
 
     fn seal_and_record(
@@ -139,22 +112,11 @@ impl Session {
             path.last_sent = Some(now);
         }
         self.stats.packets_sent += 1;
-        Transmit {
-            path: path.id,
-            destination: destination.unwrap_or(path.remote),
-            source: path.local,
-            size,
-        }
+        Transmit { path: path.id, destination: destination.unwrap_or(path.remote), source: path.local, size }
     }
 
     /// Appends ACK frames for every path with something worth acknowledging.
-    fn write_acks(
-        &mut self,
-        now: Timestamp,
-        b: &mut Builder,
-        buf: &mut Vec<u8>,
-        all_pending: bool,
-    ) {
+    fn write_acks(&mut self, now: Timestamp, b: &mut Builder, buf: &mut Vec<u8>, all_pending: bool) {
         for i in 0..self.paths.len() {
             let room = b.limit.saturating_sub(buf.len());
             if room < 32 {
@@ -171,12 +133,7 @@ impl Session {
             };
             let max_ranges = ((room - 24) / 16).max(1);
             let largest = ranges[0].end - 1;
-            encode::ack(
-                buf,
-                id,
-                delay,
-                ranges.into_iter().take(max_ranges).collect::<Vec<_>>(),
-            );
+            encode::ack(buf, id, delay, ranges.into_iter().take(max_ranges).collect::<Vec<_>>());
             b.frames.push(SentFrame::Ack { path: id, largest });
         }
     }
@@ -185,20 +142,13 @@ impl Session {
     fn poll_path_control(&mut self, now: Timestamp, buf: &mut Vec<u8>) -> Option<Transmit> {
         for idx in 0..self.paths.len() {
             let p = &self.paths[idx];
-            let unvalidated_server =
-                self.side == super::Side::Server && p.state == PathState::Validating;
-            let budget = if unvalidated_server {
-                (p.stats.bytes_received * AMPLIFICATION).saturating_sub(p.stats.bytes_sent) as usize
-            } else {
-                usize::MAX
-            };
-            if budget < DATA_HEADER_LEN + TAG_LEN + 20 {
+            let budget = p.amplification_budget(self.side == super::Side::Server);
+            if budget < MIN_PROBE_BUDGET {
                 continue;
             }
-            let challenge_due = p.challenge.is_some_and(|c| {
-                c.sent
-                    .is_none_or(|s| now >= s + self.challenge_timeout(idx, c.tries))
-            });
+            let challenge_due = p
+                .challenge
+                .is_some_and(|c| c.sent.is_none_or(|s| now >= s + self.challenge_timeout(idx, c.tries)));
             if !p.responses.is_empty() || challenge_due {
                 return Some(self.send_validation(now, idx, buf, challenge_due, budget));
             }
@@ -243,9 +193,7 @@ impl Session {
         }
         b.ack_eliciting = true;
         // Pad to the minimum datagram size: the path must carry full-size packets.
-        let target = (MIN_DATAGRAM - TAG_LEN)
-            .min(budget.saturating_sub(TAG_LEN))
-            .min(b.limit);
+        let target = (MIN_DATAGRAM - TAG_LEN).min(budget.saturating_sub(TAG_LEN)).min(b.limit);
         if buf.len() < target {
             encode::padding(buf, target - buf.len());
         }
@@ -253,10 +201,7 @@ impl Session {
     }
 
     pub(super) fn challenge_timeout(&self, idx: usize, tries: u32) -> Duration {
-        let base = self.paths[idx]
-            .rtt
-            .pto_base(self.config.max_ack_delay)
-            .max(Duration::from_millis(200));
+        let base = self.paths[idx].rtt.pto_base(self.config.max_ack_delay).max(Duration::from_millis(200));
         base * (1 << tries.saturating_sub(1).min(6))
     }
 
@@ -282,9 +227,7 @@ impl Session {
         self.write_acks(now, &mut b, buf, true);
         let path = &self.paths[idx];
         let liveness = path.rtt.smoothed().max(LIVENESS_MIN);
-        if path.state == PathState::Active
-            && path.last_eliciting_sent.is_none_or(|t| now - t >= liveness)
-        {
+        if path.state == PathState::Active && path.last_eliciting_sent.is_none_or(|t| now - t >= liveness) {
             encode::ping(buf);
             b.ack_eliciting = true;
         }
@@ -294,8 +237,7 @@ impl Session {
     fn poll_keepalive(&mut self, now: Timestamp, buf: &mut Vec<u8>) -> Option<Transmit> {
         let interval = self.config.keepalive_interval;
         let idx = self.paths.iter().position(|p| {
-            p.state == PathState::Active
-                && p.last_eliciting_sent.is_none_or(|t| now - t >= interval)
+            p.state == PathState::Active && p.last_eliciting_sent.is_none_or(|t| now - t >= interval)
         })?;
         let mut b = self.start(idx, buf);
         self.write_acks(now, &mut b, buf, true);
@@ -336,30 +278,14 @@ impl Session {
         let cfg = &self.config;
         let bytes = self.mtu();
         if self.has_control() || self.streams.has_retransmit() {
-            return Some(PacketInfo {
-                class: 0,
-                priority: 0,
-                deadline: None,
-                bytes,
-                retransmit: true,
-            });
+            return Some(PacketInfo { class: 0, priority: 0, deadline: None, bytes, retransmit: true });
         }
-        let stream = self
-            .streams
-            .next_class(|c| cfg.priority(c))
-            .map(|c| (cfg.priority(c), c));
-        let datagram = self
-            .datagrams
-            .peek(|c| cfg.priority(c))
-            .map(|d| (cfg.priority(d.class), d));
+        let stream = self.streams.next_class(|c| cfg.priority(c)).map(|c| (cfg.priority(c), c));
+        let datagram = self.datagrams.peek(|c| cfg.priority(c)).map(|d| (cfg.priority(d.class), d));
         match (stream, datagram) {
-            (Some((sp, sc)), Some((dp, _))) if sp < dp => Some(PacketInfo {
-                class: sc,
-                priority: sp,
-                deadline: None,
-                bytes,
-                retransmit: false,
-            }),
+            (Some((sp, sc)), Some((dp, _))) if sp < dp => {
+                Some(PacketInfo { class: sc, priority: sp, deadline: None, bytes, retransmit: false })
+            }
             (_, Some((dp, d))) => Some(PacketInfo {
                 class: d.class,
                 priority: dp,
@@ -367,13 +293,9 @@ impl Session {
                 bytes,
                 retransmit: false,
             }),
-            (Some((sp, sc)), None) => Some(PacketInfo {
-                class: sc,
-                priority: sp,
-                deadline: None,
-                bytes,
-                retransmit: false,
-            }),
+            (Some((sp, sc)), None) => {
+                Some(PacketInfo { class: sc, priority: sp, deadline: None, bytes, retransmit: false })
+            }
             (None, None) => None,
         }
     }
@@ -411,11 +333,7 @@ impl Session {
         loop {
             let Some(info) = self.next_packet_info() else {
                 // Nothing to send although windows may have room: application-limited.
-                for p in self
-                    .paths
-                    .iter_mut()
-                    .filter(|p| p.is_usable() && p.window_room() > p.mtu as u64)
-                {
+                for p in self.paths.iter_mut().filter(|p| p.is_usable() && p.window_room() > p.mtu as u64) {
                     p.delivery.on_app_limited(p.in_flight);
                 }
                 return None;
@@ -427,9 +345,7 @@ impl Session {
                     return Some(self.build_data(now, idx, buf, &[]));
                 }
                 Decision::Redundant(ids) => {
-                    let mut idxs = ids
-                        .iter()
-                        .filter_map(|id| self.paths.iter().position(|p| p.id == *id));
+                    let mut idxs = ids.iter().filter_map(|id| self.paths.iter().position(|p| p.id == *id));
                     let first = idxs.next()?;
                     let rest: SmallVec<[usize; 4]> = idxs.collect();
                     return Some(self.build_data(now, first, buf, &rest));
@@ -457,13 +373,7 @@ impl Session {
     }
 
     /// Builds a data packet on `idx`; `copies` get the same frames (redundant scheduling).
-    fn build_data(
-        &mut self,
-        now: Timestamp,
-        idx: usize,
-        buf: &mut Vec<u8>,
-        copies: &[usize],
-    ) -> Transmit {
+    fn build_data(&mut self, now: Timestamp, idx: usize, buf: &mut Vec<u8>, copies: &[usize]) -> Transmit {
         let mut b = self.start(idx, buf);
         self.write_acks(now, &mut b, buf, true);
         self.write_control(&mut b, buf);
@@ -475,10 +385,8 @@ impl Session {
                 break;
             }
             let stream_p = self.streams.next_class(prio).map(prio);
-            let dgram = self
-                .datagrams
-                .peek(prio)
-                .map(|d| (prio(d.class), d.class, d.seq, d.deadline, d.data.len()));
+            let dgram =
+                self.datagrams.peek(prio).map(|d| (prio(d.class), d.class, d.seq, d.deadline, d.data.len()));
             let take_dgram = match (stream_p, dgram) {
                 (_, None) => false,
                 (None, Some(_)) => true,
@@ -512,8 +420,7 @@ impl Session {
         if let Some(payload) = payload {
             for &c in copies {
                 let id = self.paths[c].id;
-                self.redundant
-                    .push_back((id, payload.clone(), frames.clone()));
+                self.redundant.push_back((id, payload.clone(), frames.clone()));
             }
         }
         t
@@ -534,20 +441,9 @@ impl Session {
         let Some(chunk) = chunk else { return true };
         let room = b.limit.saturating_sub(buf.len());
         let with_len = encode::stream_header_len(id, chunk.offset, Some(chunk.len)) + chunk.len;
-        encode::stream_header(
-            buf,
-            id,
-            chunk.offset,
-            chunk.fin,
-            (with_len <= room).then_some(chunk.len),
-        );
+        encode::stream_header(buf, id, chunk.offset, chunk.fin, (with_len <= room).then_some(chunk.len));
         self.streams.copy_range(id, chunk.offset, chunk.len, buf);
-        b.frames.push(SentFrame::Stream {
-            id,
-            offset: chunk.offset,
-            len: chunk.len as u32,
-            fin: chunk.fin,
-        });
+        b.frames.push(SentFrame::Stream { id, offset: chunk.offset, len: chunk.len as u32, fin: chunk.fin });
         b.ack_eliciting = true;
         if chunk.retransmit {
             self.paths[b.idx].stats.retransmitted_bytes += chunk.len as u64;
@@ -573,12 +469,7 @@ impl Session {
                 break;
             };
             if let Some(max) = self.streams.local_max_stream_data(id) {
-                tracing::trace!(
-                    session = self.local_id,
-                    stream = id,
-                    max,
-                    "sending MAX_STREAM_DATA"
-                );
+                tracing::trace!(session = self.local_id, stream = id, max, "sending MAX_STREAM_DATA");
                 encode::max_stream_data(buf, id, max);
                 b.frames.push(SentFrame::MaxStreamData { id });
             }
@@ -589,8 +480,7 @@ impl Session {
             }
             encode::reset_stream(buf, id, code, final_size);
             b.frames.push(SentFrame::ResetStream { id });
-            self.streams
-                .on_reset_sent(id, crate::stream::FrameFate::Sent);
+            self.streams.on_reset_sent(id, crate::stream::FrameFate::Sent);
         }
         for (id, code) in self.streams.pending_stops() {
             if !fits(buf) {
@@ -598,8 +488,7 @@ impl Session {
             }
             encode::stop_sending(buf, id, code);
             b.frames.push(SentFrame::StopSending { id });
-            self.streams
-                .on_stop_sent(id, crate::stream::FrameFate::Sent);
+            self.streams.on_stop_sent(id, crate::stream::FrameFate::Sent);
         }
         while fits(buf) {
             let Some(path) = self.path_control.status.pop_first() else {
@@ -629,10 +518,7 @@ impl Session {
         let Some(idx) = self.paths.iter().position(|p| p.id == id && p.is_usable()) else {
             return self.poll_redundant(now, buf);
         };
-        if self.paths[idx]
-            .ready_at(now, payload.len() as u64)
-            .is_none_or(|t| t > now)
-        {
+        if self.paths[idx].ready_at(now, payload.len() as u64).is_none_or(|t| t > now) {
             self.redundant.push_front((id, payload, frames));
             return None;
         }

@@ -1,62 +1,119 @@
-//! Timers. Every timer of the session, and what happens when it fires:
+//! Timers, in one table. Every timer of the session, and what happens when it fires:
 //!
 //! | timer | armed when | on expiry |
 //! | --- | --- | --- |
-//! | handshake resend | client sent message 1 | resend (backoff 0.5 s, 1 s, 2 s, 4 s …) |
-//! | handshake timeout | client started | session ends: `HandshakeTimeout` |
-//! | idle | any authenticated packet | session ends: `IdleTimeout` |
-//! | loss / PTO (per path) | packets outstanding | losses declared, or a probe is owed |
-//! | silence (per path) | ack-eliciting data outstanding | path suspect, data moved |
-//! | delayed ACK (per path) | ack-eliciting packet received | ACK sent |
-//! | keepalive (per path) | path idle | PING sent |
-//! | validation (per path) | challenge sent | resend; after 4 tries the path fails |
-//! | pacing | data waits for a pacer | data sent |
-//! | closing | `close` called | session ends |
+//! | `Handshake` | client sent message 1 | resend (after 0.5 s, 1 s, then every 2 s) |
+//! | `HandshakeTimeout` | client started | session ends: `HandshakeTimeout` |
+//! | `Idle` | any authenticated packet | session ends: `IdleTimeout` |
+//! | `Closing` | `close` called | session ends |
+//! | `Pacing` | data waits for a pacer | data sent |
+//! | `Loss(path)` | packets outstanding | losses declared, or a probe is owed |
+//! | `Silence(path)` | ack-eliciting data outstanding | path suspect, data moved |
+//! | `Ack(path)` | ack-eliciting packet received | ACK sent |
+//! | `Keepalive(path)` | path idle | PING sent |
+//! | `ValidationResend(path)` | challenge sent, path may send | challenge resent |
+//! | `ValidationDeadline(path)` | validation started | path fails (or a migration is dropped) |
 //!
-//! `poll_timeout` is the earliest of them; `handle_timeout` acts on every expired one.
+//! `poll_timeout` is the minimum of the table; `handle_timeout` acts on every expired entry.
 
+use super::send::MIN_PROBE_BUDGET;
 use super::{CloseReason, Session, State};
-use crate::path::PathState;
-use crate::time::{earliest, Timestamp};
+use crate::path::{PathId, PathState};
+use crate::time::Timestamp;
 use std::time::Duration;
 
-/// Validation attempts before a path is given up.
-const MAX_CHALLENGE_TRIES: u32 = 4;
+/// A path that could not be validated within this time is given up.
+pub const VALIDATION_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A named timer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Timer {
+    /// Resend handshake message 1.
+    Handshake,
+    /// Give up the handshake.
+    HandshakeTimeout,
+    /// No packet for the idle timeout.
+    Idle,
+    /// Closing period over.
+    Closing,
+    /// A pacer releases waiting data.
+    Pacing,
+    /// Loss detection or probe timeout.
+    Loss(PathId),
+    /// Path silence.
+    Silence(PathId),
+    /// Delayed ACK.
+    Ack(PathId),
+    /// Keepalive PING.
+    Keepalive(PathId),
+    /// Resend PATH_CHALLENGE.
+    ValidationResend(PathId),
+    /// Validation deadline.
+    ValidationDeadline(PathId),
+}
 
 /// Delay before the `tries`-th resend of handshake message 1.
 pub(super) fn handshake_backoff(tries: u32) -> Duration {
-    Duration::from_millis(500) * (1 << tries.saturating_sub(1).min(3))
+    Duration::from_millis(500) * (1 << tries.saturating_sub(1).min(2))
 }
 
 impl Session {
-    /// When `handle_timeout` must next be called (None: no timer armed).
-    pub fn poll_timeout(&self) -> Option<Timestamp> {
+    /// Calls `f` for every armed timer.
+    pub(super) fn for_each_timer(&self, mut f: impl FnMut(Timer, Timestamp)) {
         match &self.state {
-            State::Closed => None,
-            State::Handshaking {
-                started, next_send, ..
-            } => Some((*next_send).min(*started + self.config.handshake_timeout)),
-            State::Closing { until } => Some(*until),
+            State::Closed => {}
+            State::Handshaking { started, next_send, .. } => {
+                f(Timer::Handshake, *next_send);
+                f(Timer::HandshakeTimeout, *started + self.config.handshake_timeout);
+            }
+            State::Closing { until } => f(Timer::Closing, *until),
             State::Established => {
                 let mad = self.config.max_ack_delay;
-                let mut t = Some(self.last_activity + self.config.idle_timeout);
+                let server = self.side == super::Side::Server;
+                f(Timer::Idle, self.last_activity + self.config.idle_timeout);
+                if let Some(t) = self.next_send {
+                    f(Timer::Pacing, t);
+                }
                 for (idx, p) in self.paths.iter().enumerate() {
-                    t = earliest(t, p.loss_timer(mad));
-                    t = earliest(t, p.received.ack_deadline());
-                    t = earliest(t, p.silence_deadline());
+                    let id = p.id;
+                    if let Some(t) = p.loss_timer(mad) {
+                        f(Timer::Loss(id), t);
+                    }
+                    if let Some(t) = p.received.ack_deadline() {
+                        f(Timer::Ack(id), t);
+                    }
+                    if let Some(t) = p.silence_deadline() {
+                        f(Timer::Silence(id), t);
+                    }
                     if p.state == PathState::Active {
                         let last = p.last_eliciting_sent.unwrap_or(p.created);
-                        t = earliest(t, Some(last + self.config.keepalive_interval));
+                        f(Timer::Keepalive(id), last + self.config.keepalive_interval);
                     }
                     if let Some(c) = p.challenge {
+                        f(Timer::ValidationDeadline(id), c.started + VALIDATION_TIMEOUT);
                         if let Some(sent) = c.sent {
-                            t = earliest(t, Some(sent + self.challenge_timeout(idx, c.tries)));
+                            if p.amplification_budget(server) >= MIN_PROBE_BUDGET {
+                                f(Timer::ValidationResend(id), sent + self.challenge_timeout(idx, c.tries));
+                            }
                         }
                     }
                 }
-                earliest(t, self.next_send)
             }
         }
+    }
+
+    /// When `handle_timeout` must next be called (None: no timer armed).
+    pub fn poll_timeout(&self) -> Option<Timestamp> {
+        let mut min = None;
+        self.for_each_timer(|_, t| min = Some(min.map_or(t, |m: Timestamp| m.min(t))));
+        min
+    }
+
+    /// The armed timers, for diagnostics.
+    pub(super) fn timer_table(&self) -> Vec<(String, Timestamp)> {
+        let mut v = Vec::new();
+        self.for_each_timer(|timer, t| v.push((format!("{timer:?}"), t)));
+        v
     }
 
     /// Acts on every timer that has expired at `now`.
@@ -99,10 +156,7 @@ impl Session {
                 self.mark_suspect(now, idx);
             }
             if let Some(c) = self.paths[idx].challenge {
-                let expired = c
-                    .sent
-                    .is_some_and(|s| now >= s + self.challenge_timeout(idx, c.tries));
-                if expired && c.tries >= MAX_CHALLENGE_TRIES {
+                if now >= c.started + VALIDATION_TIMEOUT {
                     let before = self.paths.len();
                     self.fail_validation(now, idx);
                     if self.paths.len() < before {

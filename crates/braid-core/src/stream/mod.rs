@@ -466,8 +466,7 @@ impl Streams {
         }
         let grew = s.recv.on_reset(code, final_size)?;
         self.received_data += grew;
-        self.events
-            .push_back(StreamEvent::Reset(StreamId(id), code));
+        self.events.push_back(StreamEvent::Reset(StreamId(id), code));
         Ok(())
     }
 
@@ -479,8 +478,7 @@ impl Streams {
         if s.send.stopped.is_none() {
             s.send.stopped = Some(code);
             s.send.reset(code);
-            self.events
-                .push_back(StreamEvent::Stopped(StreamId(id), code));
+            self.events.push_back(StreamEvent::Stopped(StreamId(id), code));
         }
         Ok(())
     }
@@ -539,10 +537,7 @@ impl Streams {
 
     /// True when some stream has retransmissions queued.
     pub fn has_retransmit(&self) -> bool {
-        self.send_queue
-            .iter()
-            .filter_map(|id| self.streams.get(id))
-            .any(|s| s.send.has_retransmit())
+        self.send_queue.iter().filter_map(|id| self.streams.get(id)).any(|s| s.send.has_retransmit())
     }
 
     /// The class of the stream that would send next (highest priority first is decided by the
@@ -594,9 +589,8 @@ impl Streams {
         let s = self.streams.get_mut(&id)?;
         s.queued = false;
         let announce_len = if s.announce { 2 + varint::size(id) } else { 0 };
-        let max_len = |offset: u64| {
-            room.saturating_sub(announce_len + encode::stream_header_len(id, offset, None))
-        };
+        let max_len =
+            |offset: u64| room.saturating_sub(announce_len + encode::stream_header_len(id, offset, None));
         let chunk = s.send.next_chunk(max_len, credit);
         let announce = if s.announce && announce_len <= room {
             s.announce = false;
@@ -612,10 +606,7 @@ impl Streams {
             }
         }
         // Round-robin: to the back of the queue if more remains.
-        if s.send
-            .has_sendable(self.peer_max_data.saturating_sub(self.sent_data))
-            || s.announce
-        {
+        if s.send.has_sendable(self.peer_max_data.saturating_sub(self.sent_data)) || s.announce {
             s.queued = true;
             self.send_queue.push_back(id);
         }
@@ -679,9 +670,7 @@ impl Streams {
         if let Some(s) = self.streams.get_mut(&id) {
             match state {
                 FrameFate::Sent => s.send.reset_pending = false,
-                FrameFate::Lost => {
-                    s.send.reset_pending = s.send.reset.is_some() && !s.send.reset_acked
-                }
+                FrameFate::Lost => s.send.reset_pending = s.send.reset.is_some() && !s.send.reset_acked,
                 FrameFate::Acked => s.send.reset_acked = true,
             }
         }
@@ -715,12 +704,7 @@ impl Streams {
 
     /// Session-level flow control: (new bytes sent, peer's limit, bytes received, our limit).
     pub fn flow(&self) -> (u64, u64, u64, u64) {
-        (
-            self.sent_data,
-            self.peer_max_data,
-            self.received_data,
-            self.local_max_data,
-        )
+        (self.sent_data, self.peer_max_data, self.received_data, self.local_max_data)
     }
 
     /// Bytes in send buffers across streams.
@@ -730,10 +714,7 @@ impl Streams {
 
     /// Current reorder-buffer occupancy (packets held behind gaps) across streams.
     pub fn reorder_now(&self) -> usize {
-        self.streams
-            .values()
-            .map(|s| s.recv.out_of_order_chunks())
-            .sum()
+        self.streams.values().map(|s| s.recv.out_of_order_chunks()).sum()
     }
 }
 

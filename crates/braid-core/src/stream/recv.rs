@@ -60,12 +60,7 @@ impl RecvStream {
     }
 
     /// Applies a STREAM frame. Returns how far `highest` moved and how many bytes were new.
-    pub fn on_frame(
-        &mut self,
-        offset: u64,
-        data: Bytes,
-        fin: bool,
-    ) -> Result<(u64, u64), RecvError> {
+    pub fn on_frame(&mut self, offset: u64, data: Bytes, fin: bool) -> Result<(u64, u64), RecvError> {
         let end = offset + data.len() as u64;
         if end > self.max_data {
             return Err(RecvError::FlowControl);
@@ -111,12 +106,7 @@ impl RecvStream {
     /// Chunks held behind a gap: the reorder-buffer occupancy in packets.
     pub fn out_of_order_chunks(&self) -> usize {
         let c = self.contiguous_end();
-        if self.received.len() <= 1
-            && self
-                .received
-                .first()
-                .is_none_or(|r| r.start <= self.read_offset)
-        {
+        if self.received.len() <= 1 && self.received.first().is_none_or(|r| r.start <= self.read_offset) {
             return 0;
         }
         self.chunks.range(c..).count()
@@ -146,8 +136,7 @@ impl RecvStream {
         } else {
             let head = chunk.split_to(max);
             let rest = entry.remove();
-            self.chunks
-                .insert(self.read_offset + head.len() as u64, rest);
+            self.chunks.insert(self.read_offset + head.len() as u64, rest);
             head
         };
         self.read_offset += out.len() as u64;
@@ -217,16 +206,10 @@ mod tests {
     #[test]
     fn reorders_and_dedupes() {
         let mut r = RecvStream::new(100);
-        assert_eq!(
-            r.on_frame(5, Bytes::from_static(b"56789"), true),
-            Ok((10, 5))
-        );
+        assert_eq!(r.on_frame(5, Bytes::from_static(b"56789"), true), Ok((10, 5)));
         assert_eq!(r.out_of_order_chunks(), 1);
         assert!(!r.is_readable());
-        assert_eq!(
-            r.on_frame(2, Bytes::from_static(b"2345"), false),
-            Ok((0, 3))
-        );
+        assert_eq!(r.on_frame(2, Bytes::from_static(b"2345"), false), Ok((0, 3)));
         assert_eq!(r.on_frame(0, Bytes::from_static(b"01"), false), Ok((0, 2)));
         assert_eq!(r.out_of_order_chunks(), 0);
         let mut all = Vec::new();
@@ -242,26 +225,16 @@ mod tests {
     #[test]
     fn enforces_limits() {
         let mut r = RecvStream::new(10);
-        assert_eq!(
-            r.on_frame(8, Bytes::from_static(b"abc"), false),
-            Err(RecvError::FlowControl)
-        );
+        assert_eq!(r.on_frame(8, Bytes::from_static(b"abc"), false), Err(RecvError::FlowControl));
         assert_eq!(r.on_frame(0, Bytes::from_static(b"abc"), true), Ok((3, 3)));
-        assert_eq!(
-            r.on_frame(3, Bytes::from_static(b"d"), false),
-            Err(RecvError::FinalSize)
-        );
-        assert_eq!(
-            r.on_frame(0, Bytes::from_static(b"ab"), true),
-            Err(RecvError::FinalSize)
-        );
+        assert_eq!(r.on_frame(3, Bytes::from_static(b"d"), false), Err(RecvError::FinalSize));
+        assert_eq!(r.on_frame(0, Bytes::from_static(b"ab"), true), Err(RecvError::FinalSize));
     }
 
     #[test]
     fn grants_credit_after_half_a_window() {
         let mut r = RecvStream::new(10);
-        r.on_frame(0, Bytes::from_static(b"0123456"), false)
-            .unwrap();
+        r.on_frame(0, Bytes::from_static(b"0123456"), false).unwrap();
         assert!(r.credit_update().is_none());
         r.read_chunk(7).unwrap();
         assert_eq!(r.credit_update(), Some(17));

@@ -56,10 +56,7 @@ pub struct Chunk {
 impl SendStream {
     /// A send half with the peer's initial limit.
     pub fn new(max_data: u64) -> Self {
-        SendStream {
-            max_data,
-            ..Default::default()
-        }
+        SendStream { max_data, ..Default::default() }
     }
 
     /// Bytes written and not yet acknowledged (what the send buffer holds).
@@ -97,9 +94,7 @@ impl SendStream {
             return false;
         }
         !self.retransmit.is_empty()
-            || (self.next_new < self.write_offset
-                && self.next_new < self.max_data
-                && conn_credit > 0)
+            || (self.next_new < self.write_offset && self.next_new < self.max_data && conn_credit > 0)
             || (self.fin_pending && self.next_new == self.write_offset)
     }
 
@@ -110,11 +105,7 @@ impl SendStream {
 
     /// Picks the next chunk of at most `max_len` bytes: retransmissions first, then new data
     /// within the stream's and the connection's (`conn_credit`) limits.
-    pub fn next_chunk(
-        &mut self,
-        max_len: impl Fn(u64) -> usize,
-        conn_credit: u64,
-    ) -> Option<Chunk> {
+    pub fn next_chunk(&mut self, max_len: impl Fn(u64) -> usize, conn_credit: u64) -> Option<Chunk> {
         if self.reset.is_some() {
             return None;
         }
@@ -132,29 +123,16 @@ impl SendStream {
             if fin {
                 self.fin_pending = false;
             }
-            return Some(Chunk {
-                offset: r.start,
-                len,
-                fin,
-                retransmit: true,
-            });
+            return Some(Chunk { offset: r.start, len, fin, retransmit: true });
         }
-        let limit = self
-            .write_offset
-            .min(self.max_data)
-            .min(self.next_new.saturating_add(conn_credit));
+        let limit = self.write_offset.min(self.max_data).min(self.next_new.saturating_add(conn_credit));
         let len = (limit.saturating_sub(self.next_new) as usize).min(max_len(self.next_new));
         let end = self.next_new + len as u64;
         let fin = self.fin_pending && end == self.write_offset;
         if len == 0 && !fin {
             return None;
         }
-        let chunk = Chunk {
-            offset: self.next_new,
-            len,
-            fin,
-            retransmit: false,
-        };
+        let chunk = Chunk { offset: self.next_new, len, fin, retransmit: false };
         self.next_new = end;
         if fin {
             self.fin_pending = false;
@@ -166,11 +144,7 @@ impl SendStream {
     pub fn copy_range(&self, offset: u64, len: usize, out: &mut Vec<u8>) {
         let end = offset + len as u64;
         let mut pos = offset;
-        let start_key = self
-            .chunks
-            .range(..=offset)
-            .next_back()
-            .map_or(offset, |(k, _)| *k);
+        let start_key = self.chunks.range(..=offset).next_back().map_or(offset, |(k, _)| *k);
         for (&k, chunk) in self.chunks.range(start_key..) {
             if pos >= end {
                 break;
@@ -184,10 +158,7 @@ impl SendStream {
             out.extend_from_slice(&chunk[from..to]);
             pos = k + to as u64;
         }
-        debug_assert_eq!(
-            pos, end,
-            "stream data below the acknowledged prefix was requested"
-        );
+        debug_assert_eq!(pos, end, "stream data below the acknowledged prefix was requested");
     }
 
     /// A frame covering `[offset, offset + len)` (and the FIN if `fin`) was acknowledged.
@@ -288,49 +259,17 @@ mod tests {
         s.write(Bytes::from_static(b"0123456789"));
         s.finish();
         let a = s.next_chunk(|_| 4, u64::MAX).unwrap();
-        assert_eq!(
-            a,
-            Chunk {
-                offset: 0,
-                len: 4,
-                fin: false,
-                retransmit: false
-            }
-        );
+        assert_eq!(a, Chunk { offset: 0, len: 4, fin: false, retransmit: false });
         let b = s.next_chunk(|_| 100, u64::MAX).unwrap();
-        assert_eq!(
-            b,
-            Chunk {
-                offset: 4,
-                len: 6,
-                fin: true,
-                retransmit: false
-            }
-        );
+        assert_eq!(b, Chunk { offset: 4, len: 6, fin: true, retransmit: false });
         assert!(s.next_chunk(|_| 100, u64::MAX).is_none());
         s.on_acked(2, 2, false);
         s.on_lost(0, 4, false);
         s.on_lost(4, 6, true);
         let r = s.next_chunk(|_| 100, u64::MAX).unwrap();
-        assert_eq!(
-            r,
-            Chunk {
-                offset: 0,
-                len: 2,
-                fin: false,
-                retransmit: true
-            }
-        );
+        assert_eq!(r, Chunk { offset: 0, len: 2, fin: false, retransmit: true });
         let r = s.next_chunk(|_| 100, u64::MAX).unwrap();
-        assert_eq!(
-            r,
-            Chunk {
-                offset: 4,
-                len: 6,
-                fin: true,
-                retransmit: true
-            }
-        );
+        assert_eq!(r, Chunk { offset: 4, len: 6, fin: true, retransmit: true });
         let mut out = Vec::new();
         s.copy_range(4, 6, &mut out);
         assert_eq!(out, b"456789");

@@ -100,12 +100,7 @@ pub enum Frame<'a> {
     /// The sender asks the peer to stop sending on a stream.
     StopSending { id: u64, code: u64 },
     /// Stream bytes at `offset`.
-    Stream {
-        id: u64,
-        offset: u64,
-        fin: bool,
-        data: &'a [u8],
-    },
+    Stream { id: u64, offset: u64, fin: bool, data: &'a [u8] },
     /// Connection-wide flow-control credit: the peer may send up to `max` stream bytes in total.
     MaxData(u64),
     /// Per-stream flow-control credit.
@@ -115,22 +110,13 @@ pub enum Frame<'a> {
     /// Opens a stream and names its traffic class.
     StreamOpen { id: u64, class: u8 },
     /// An unreliable datagram of a traffic class.
-    Datagram {
-        class: u8,
-        seq: u64,
-        deadline_us: Option<u64>,
-        data: &'a [u8],
-    },
+    Datagram { class: u8, seq: u64, deadline_us: Option<u64>, data: &'a [u8] },
     /// Path validation challenge.
     PathChallenge([u8; 8]),
     /// Path validation answer.
     PathResponse([u8; 8]),
     /// The sender's wish for how a path is used.
-    PathStatus {
-        path_id: u8,
-        seq: u64,
-        status: PathStatusKind,
-    },
+    PathStatus { path_id: u8, seq: u64, status: PathStatusKind },
     /// The sender closes one path.
     PathAbandon { path_id: u8, code: u64 },
     /// The sender closes the session.
@@ -140,10 +126,7 @@ pub enum Frame<'a> {
 impl Frame<'_> {
     /// True for frames that ask the receiver for an acknowledgement (all but ACK, PADDING, CLOSE).
     pub fn is_ack_eliciting(&self) -> bool {
-        !matches!(
-            self,
-            Frame::Padding(_) | Frame::Ack(_) | Frame::Close { .. }
-        )
+        !matches!(self, Frame::Padding(_) | Frame::Ack(_) | Frame::Close { .. })
     }
 }
 
@@ -157,11 +140,7 @@ pub struct Frames<'a> {
 impl<'a> Frames<'a> {
     /// Frames of `payload`.
     pub fn new(payload: &'a [u8]) -> Self {
-        Frames {
-            buf: payload,
-            pos: 0,
-            failed: false,
-        }
+        Frames { buf: payload, pos: 0, failed: false }
     }
 
     fn varint(&mut self) -> Result<u64, ParseError> {
@@ -197,9 +176,7 @@ impl<'a> Frames<'a> {
             return Err(ParseError::Malformed("ACK"));
         }
         let first = self.varint()?;
-        let mut smallest = largest
-            .checked_sub(first)
-            .ok_or(ParseError::Malformed("ACK"))?;
+        let mut smallest = largest.checked_sub(first).ok_or(ParseError::Malformed("ACK"))?;
         let mut ranges = SmallVec::new();
         ranges.push(smallest..=largest);
         for _ in 0..count {
@@ -213,12 +190,7 @@ impl<'a> Frames<'a> {
             ranges.push(lo..=hi);
             smallest = lo;
         }
-        Ok(AckFrame {
-            path_id,
-            largest,
-            ack_delay_us,
-            ranges,
-        })
+        Ok(AckFrame { path_id, largest, ack_delay_us, ranges })
     }
 
     fn parse_one(&mut self) -> Result<Frame<'a>, ParseError> {
@@ -233,22 +205,13 @@ impl<'a> Frames<'a> {
             }
             PING => Frame::Ping,
             ACK => Frame::Ack(self.parse_ack()?),
-            RESET_STREAM => Frame::ResetStream {
-                id: self.varint()?,
-                code: self.varint()?,
-                final_size: self.varint()?,
-            },
-            STOP_SENDING => Frame::StopSending {
-                id: self.varint()?,
-                code: self.varint()?,
-            },
+            RESET_STREAM => {
+                Frame::ResetStream { id: self.varint()?, code: self.varint()?, final_size: self.varint()? }
+            }
+            STOP_SENDING => Frame::StopSending { id: self.varint()?, code: self.varint()? },
             t if t & !0x07 == STREAM => {
                 let id = self.varint()?;
-                let offset = if t & STREAM_OFF != 0 {
-                    self.varint()?
-                } else {
-                    0
-                };
+                let offset = if t & STREAM_OFF != 0 { self.varint()? } else { 0 };
                 let data = if t & STREAM_LEN != 0 {
                     let len = self.varint()?;
                     self.bytes(len)?
@@ -257,44 +220,21 @@ impl<'a> Frames<'a> {
                     self.pos = self.buf.len();
                     rest
                 };
-                if offset
-                    .checked_add(data.len() as u64)
-                    .is_none_or(|end| end > varint::MAX)
-                {
+                if offset.checked_add(data.len() as u64).is_none_or(|end| end > varint::MAX) {
                     return Err(ParseError::Malformed("STREAM"));
                 }
-                Frame::Stream {
-                    id,
-                    offset,
-                    fin: t & STREAM_FIN != 0,
-                    data,
-                }
+                Frame::Stream { id, offset, fin: t & STREAM_FIN != 0, data }
             }
             MAX_DATA => Frame::MaxData(self.varint()?),
-            MAX_STREAM_DATA => Frame::MaxStreamData {
-                id: self.varint()?,
-                max: self.varint()?,
-            },
+            MAX_STREAM_DATA => Frame::MaxStreamData { id: self.varint()?, max: self.varint()? },
             MAX_STREAMS => Frame::MaxStreams(self.varint()?),
-            STREAM_OPEN => Frame::StreamOpen {
-                id: self.varint()?,
-                class: self.byte()?,
-            },
+            STREAM_OPEN => Frame::StreamOpen { id: self.varint()?, class: self.byte()? },
             DATAGRAM | DATAGRAM_DEADLINE => {
                 let class = self.byte()?;
                 let seq = self.varint()?;
-                let deadline_us = if ty == DATAGRAM_DEADLINE {
-                    Some(self.varint()?)
-                } else {
-                    None
-                };
+                let deadline_us = if ty == DATAGRAM_DEADLINE { Some(self.varint()?) } else { None };
                 let len = self.varint()?;
-                Frame::Datagram {
-                    class,
-                    seq,
-                    deadline_us,
-                    data: self.bytes(len)?,
-                }
+                Frame::Datagram { class, seq, deadline_us, data: self.bytes(len)? }
             }
             PATH_CHALLENGE | PATH_RESPONSE => {
                 let data: [u8; 8] = self.bytes(8)?.try_into().expect("8 bytes");
@@ -307,25 +247,15 @@ impl<'a> Frames<'a> {
             PATH_STATUS => {
                 let path_id = self.path_id()?;
                 let seq = self.varint()?;
-                let status = PathStatusKind::from_byte(self.byte()?)
-                    .ok_or(ParseError::Malformed("PATH_STATUS"))?;
-                Frame::PathStatus {
-                    path_id,
-                    seq,
-                    status,
-                }
+                let status =
+                    PathStatusKind::from_byte(self.byte()?).ok_or(ParseError::Malformed("PATH_STATUS"))?;
+                Frame::PathStatus { path_id, seq, status }
             }
-            PATH_ABANDON => Frame::PathAbandon {
-                path_id: self.path_id()?,
-                code: self.varint()?,
-            },
+            PATH_ABANDON => Frame::PathAbandon { path_id: self.path_id()?, code: self.varint()? },
             CLOSE => {
                 let code = self.varint()?;
                 let len = self.varint()?;
-                Frame::Close {
-                    code,
-                    reason: self.bytes(len)?,
-                }
+                Frame::Close { code, reason: self.bytes(len)? }
             }
             other => return Err(ParseError::UnknownFrame(u64::from(other))),
         })
@@ -468,11 +398,7 @@ pub mod encode {
 
     /// DATAGRAM.
     pub fn datagram(out: &mut Vec<u8>, class: u8, seq: u64, deadline_us: Option<u64>, data: &[u8]) {
-        out.push(if deadline_us.is_some() {
-            DATAGRAM_DEADLINE
-        } else {
-            DATAGRAM
-        });
+        out.push(if deadline_us.is_some() { DATAGRAM_DEADLINE } else { DATAGRAM });
         out.push(class);
         varint::put(out, seq);
         if let Some(d) = deadline_us {
@@ -551,48 +477,17 @@ mod tests {
         encode::stream(&mut out, 16, 70000, false, b"tail", true);
         let frames = parse_all(&out);
         assert_eq!(frames.len(), 18);
-        let Frame::Ack(ack) = &frames[1] else {
-            panic!("ack")
-        };
+        let Frame::Ack(ack) = &frames[1] else { panic!("ack") };
         assert_eq!(ack.path_id, 3);
         assert_eq!(ack.largest, 20);
         assert_eq!(ack.ranges.as_slice(), &[10..=20, 5..=7, 0..=0]);
-        assert_eq!(
-            frames[4],
-            Frame::Stream {
-                id: 8,
-                offset: 0,
-                fin: false,
-                data: b"abc"
-            }
-        );
-        assert_eq!(
-            frames[5],
-            Frame::Stream {
-                id: 8,
-                offset: 3,
-                fin: true,
-                data: b""
-            }
-        );
+        assert_eq!(frames[4], Frame::Stream { id: 8, offset: 0, fin: false, data: b"abc" });
+        assert_eq!(frames[5], Frame::Stream { id: 8, offset: 3, fin: true, data: b"" });
         assert_eq!(
             frames[11],
-            Frame::Datagram {
-                class: 2,
-                seq: 6,
-                deadline_us: Some(20_000),
-                data: b"late"
-            }
+            Frame::Datagram { class: 2, seq: 6, deadline_us: Some(20_000), data: b"late" }
         );
-        assert_eq!(
-            frames[17],
-            Frame::Stream {
-                id: 16,
-                offset: 70000,
-                fin: false,
-                data: b"tail"
-            }
-        );
+        assert_eq!(frames[17], Frame::Stream { id: 16, offset: 70000, fin: false, data: b"tail" });
         assert_eq!(
             encode::stream_header_len(16, 70000, None) + 4,
             out.len() - out.iter().rposition(|&b| b == 0x0c).unwrap()
@@ -605,14 +500,8 @@ mod tests {
         for v in [0u64, 3, 0, 1, 5] {
             varint::put(&mut out, v); // first range 5 > largest 3
         }
-        assert!(matches!(
-            Frames::new(&out).next(),
-            Some(Err(ParseError::Malformed("ACK")))
-        ));
-        assert_eq!(
-            Frames::new(&[0xee]).next(),
-            Some(Err(ParseError::UnknownFrame(0xee)))
-        );
+        assert!(matches!(Frames::new(&out).next(), Some(Err(ParseError::Malformed("ACK")))));
+        assert_eq!(Frames::new(&[0xee]).next(), Some(Err(ParseError::UnknownFrame(0xee))));
         let mut f = Frames::new(&[0xee, 0x01]);
         assert!(f.next().unwrap().is_err());
         assert!(f.next().is_none());

@@ -48,19 +48,14 @@ pub fn parse(datagram: &[u8]) -> Result<Header<'_>, ParseError> {
             if datagram[1] != VERSION {
                 return Err(ParseError::UnsupportedVersion(datagram[1]));
             }
-            Ok(Header::HandshakeInit {
-                noise: &datagram[2..],
-            })
+            Ok(Header::HandshakeInit { noise: &datagram[2..] })
         }
         TYPE_HANDSHAKE_RESP => {
             if datagram.len() != HANDSHAKE_RESP_LEN {
                 return Err(ParseError::Truncated);
             }
             let session_id = u32::from_be_bytes(datagram[1..5].try_into().expect("4 bytes"));
-            Ok(Header::HandshakeResp {
-                session_id,
-                noise: &datagram[5..],
-            })
+            Ok(Header::HandshakeResp { session_id, noise: &datagram[5..] })
         }
         TYPE_DATA => {
             // At least one byte of frames, plus the tag.
@@ -110,18 +105,11 @@ mod tests {
 
     #[test]
     fn data_header_round_trip() {
-        let h = DataHeader {
-            session_id: 0xdead_beef,
-            path_id: 7,
-            truncated_pn: 42,
-        };
+        let h = DataHeader { session_id: 0xdead_beef, path_id: 7, truncated_pn: 42 };
         let mut buf = vec![0u8; DATA_HEADER_LEN + 1 + TAG_LEN];
         h.write(&mut buf);
         assert_eq!(parse(&buf), Ok(Header::Data(h)));
-        assert_eq!(
-            parse(&buf[..DATA_HEADER_LEN + TAG_LEN]),
-            Err(ParseError::Truncated)
-        );
+        assert_eq!(parse(&buf[..DATA_HEADER_LEN + TAG_LEN]), Err(ParseError::Truncated));
     }
 
     #[test]
@@ -147,9 +135,6 @@ mod tests {
         let big = (1u64 << 32) + 5;
         assert_eq!(decode_packet_number(Some(big - 10), 5), big);
         assert_eq!(decode_packet_number(Some(big), u32::MAX), (1u64 << 32) - 1);
-        assert_eq!(
-            decode_packet_number(Some(u32::MAX as u64), 2),
-            (1 << 32) + 2
-        );
+        assert_eq!(decode_packet_number(Some(u32::MAX as u64), 2), (1 << 32) + 2);
     }
 }
