@@ -63,6 +63,7 @@ pub mod scheduler;
 pub mod session;
 pub mod stream;
 pub mod time;
+pub mod units;
 pub mod wire;
 
 pub use config::{AckPath, ClientConfig, ServerConfig, SessionConfig, TrafficClass};

@@ -1,1 +1,27 @@
-//! braid client and server daemons: tokio drivers around the protocol core, front ends, egress, status
+//! # braid-daemon: `braid client` and `braid server`
+//!
+//! Thin tokio drivers around the protocol core ([`driver`]): UDP sockets per link ([`udp`],
+//! interfaces from [`netlink`]), the client's front ends ([`frontend`]: SOCKS5 and port
+//! forwards), the server's egress ([`server_role`], [`egress`] policy), configuration
+//! ([`config`]), key files ([`keyfile`]) and the status API ([`status`]).
+
+pub mod appproto;
+pub mod bridge;
+pub mod client;
+pub mod config;
+pub mod driver;
+pub mod egress;
+pub mod error;
+pub mod frontend;
+pub mod keyfile;
+pub mod netlink;
+pub mod server;
+pub mod server_role;
+pub mod splice;
+pub mod status;
+pub mod udp;
+
+pub use client::{start_client, ClientHandle};
+pub use config::{ClientFlags, ClientSettings, ServerFlags, ServerSettings};
+pub use error::Failure;
+pub use server::{start_server, ServerHandle};

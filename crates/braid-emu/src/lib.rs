@@ -1,1 +1,12 @@
-//! braid link emulator: the simulator's link model applied to real packets (loopback UDP relays)
+//! # braid-emu: the link emulator
+//!
+//! The simulator's link model ([`braid_sim::link`]: rate, drop-tail queue, delay, jitter,
+//! loss, outages) applied to real datagrams. A [`Relay`] is a UDP relay on loopback: the client
+//! sends to the relay's address as if it were the server; the relay forwards to the real server
+//! from a socket of its own (so every relay is a distinct path to the server) and sends the
+//! server's answers back, each direction shaped by the link model. No root is needed; `braid
+//! demo` and the end-to-end tests run on these relays.
+
+mod relay;
+
+pub use relay::{Relay, RelayHandle, RelayStats};

@@ -1,0 +1,90 @@
+//! Parsing and printing of the units used in link specs, workloads and configuration: rates
+//! (`20mbit`, `256kbit`, `1gbit`, `9600bit`), durations (`10ms`, `1.5s`, `250us`) and
+//! percentages (`1%`, `0.5%`).
+
+use std::time::Duration;
+
+/// A rate in bit/s from text such as `20mbit`, `256kbit`, `1.5gbit`, `800bit`, `2mbps`.
+pub fn parse_rate(s: &str) -> Result<u64, String> {
+    let t = s.trim().to_ascii_lowercase();
+    let units: [(&str, f64); 8] = [
+        ("gbit", 1e9),
+        ("mbit", 1e6),
+        ("kbit", 1e3),
+        ("gbps", 1e9),
+        ("mbps", 1e6),
+        ("kbps", 1e3),
+        ("bps", 1.0),
+        ("bit", 1.0),
+    ];
+    for (suffix, mult) in units {
+        if let Some(num) = t.strip_suffix(suffix) {
+            let v: f64 = num.trim().parse().map_err(|_| format!("'{s}' is not a rate (e.g. 20mbit)"))?;
+            if !(v > 0.0 && v.is_finite()) {
+                return Err(format!("rate '{s}' must be positive"));
+            }
+            return Ok((v * mult).round() as u64);
+        }
+    }
+    Err(format!("'{s}' is not a rate: use a number with bit, kbit, mbit or gbit (e.g. 20mbit)"))
+}
+
+/// A duration from text such as `10ms`, `1.5s`, `250us`, `2m`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim().to_ascii_lowercase();
+    let units: [(&str, f64); 5] = [("us", 1e-6), ("ms", 1e-3), ("s", 1.0), ("m", 60.0), ("h", 3600.0)];
+    for (suffix, mult) in units {
+        if let Some(num) = t.strip_suffix(suffix) {
+            if let Ok(v) = num.trim().parse::<f64>() {
+                if v >= 0.0 && v.is_finite() {
+                    return Ok(Duration::from_secs_f64(v * mult));
+                }
+            }
+            return Err(format!("'{s}' is not a duration (e.g. 10ms, 1.5s)"));
+        }
+    }
+    Err(format!("'{s}' is not a duration: use a number with us, ms, s or m (e.g. 10ms)"))
+}
+
+/// A probability from a percentage such as `1%` or `0.5%` (a bare number is also a percent).
+pub fn parse_percent(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let num = t.strip_suffix('%').unwrap_or(t);
+    let v: f64 = num.trim().parse().map_err(|_| format!("'{s}' is not a percentage (e.g. 1%)"))?;
+    if !(0.0..=100.0).contains(&v) {
+        return Err(format!("percentage '{s}' must be between 0% and 100%"));
+    }
+    Ok(v / 100.0)
+}
+
+/// Formats bit/s for people: `19.87 Mbit/s`.
+pub fn format_rate(bps: f64) -> String {
+    if bps >= 1e9 {
+        format!("{:.2} Gbit/s", bps / 1e9)
+    } else if bps >= 1e6 {
+        format!("{:.2} Mbit/s", bps / 1e6)
+    } else {
+        format!("{:.1} kbit/s", bps / 1e3)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units() {
+        assert_eq!(parse_rate("20mbit"), Ok(20_000_000));
+        assert_eq!(parse_rate("256kbit"), Ok(256_000));
+        assert_eq!(parse_rate("1.5Gbit"), Ok(1_500_000_000));
+        assert!(parse_rate("20").is_err());
+        assert!(parse_rate("-1mbit").is_err());
+        assert_eq!(parse_duration("10ms"), Ok(Duration::from_millis(10)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("250us"), Ok(Duration::from_micros(250)));
+        assert!(parse_duration("10").is_err());
+        assert!(parse_duration("xms").is_err());
+        assert_eq!(parse_percent("1%"), Ok(0.01));
+        assert!(parse_percent("120%").is_err());
+    }
+}

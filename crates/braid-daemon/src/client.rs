@@ -1,0 +1,411 @@
+//! `braid client`: one path per link, front ends, and a supervisor that keeps a session up —
+//! reconnecting after the session ends, except when the first handshake shows a configuration
+//! problem (refused key, no answer, server unreachable), which is reported with its own exit
+//! code.
+
+use crate::appproto::{decode_udp, split_host_port, Target};
+use crate::bridge::{AppMsg, StreamEnds};
+use crate::config::{ClientSettings, LinkKind};
+use crate::driver::{Driver, LinkMsg, Role, Wiring};
+use crate::error::Failure;
+use crate::frontend::{serve_forward, serve_socks, UdpRegistry};
+use crate::netlink::{self, Interface};
+use crate::status::{self, StatusBoard};
+use crate::udp::UdpLink;
+use braid_core::datagram::Datagram;
+use braid_core::wire::PathStatusKind;
+use braid_core::{ClientConfig, CloseReason, Event, Session, Timestamp};
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+/// A link in use: a socket and the server address it talks to.
+#[derive(Clone)]
+pub struct ActiveLink {
+    /// Label: interface name or address.
+    pub label: String,
+    /// Socket.
+    pub link: UdpLink,
+    /// Server address over this link.
+    pub server: SocketAddr,
+    /// Used as backup only.
+    pub backup: bool,
+}
+
+/// A running client.
+pub struct ClientHandle {
+    /// Its status.
+    pub board: StatusBoard,
+    /// SOCKS5 address, if serving.
+    pub socks_addr: Option<SocketAddr>,
+    /// Port forward listen addresses, in configuration order.
+    pub forward_addrs: Vec<SocketAddr>,
+    /// Status API address, if serving.
+    pub status_addr: Option<SocketAddr>,
+    /// Sends requests to the current session (open streams, datagrams).
+    pub app: mpsc::Sender<AppMsg>,
+    /// Becomes true once a session is established (and false while reconnecting).
+    pub connected: Arc<AtomicBool>,
+    supervisor: Option<JoinHandle<Result<(), Failure>>>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl ClientHandle {
+    /// Waits until the client gives up (it only does on a configuration problem).
+    pub async fn wait(mut self) -> Result<(), Failure> {
+        match self.supervisor.take() {
+            Some(t) => t.await.unwrap_or_else(|e| Err(Failure::Other(format!("client task failed: {e}")))),
+            None => Ok(()),
+        }
+    }
+
+    /// Waits until a session is established, up to `timeout`.
+    pub async fn wait_connected(&self, timeout: Duration) -> bool {
+        let end = Instant::now() + timeout;
+        while Instant::now() < end {
+            if self.connected.load(Ordering::SeqCst) {
+                return true;
+            }
+            if self.supervisor.as_ref().is_some_and(|t| t.is_finished()) {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        false
+    }
+
+    /// Stops the client.
+    pub fn stop(&self) {
+        if let Some(t) = &self.supervisor {
+            t.abort();
+        }
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+impl Drop for ClientHandle {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Resolves `host:port`, preferring IPv4.
+pub async fn resolve(s: &str) -> Result<SocketAddr, Failure> {
+    let (h, p) = split_host_port(s).map_err(Failure::Config)?;
+    let addrs: Vec<SocketAddr> = tokio::net::lookup_host((h.as_str(), p))
+        .await
+        .map_err(|e| Failure::Unreachable(format!("server name '{h}' did not resolve: {e}")))?
+        .collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addrs.first())
+        .copied()
+        .ok_or_else(|| Failure::Unreachable(format!("server name '{h}' has no address")))
+}
+
+fn unspecified(server: SocketAddr) -> SocketAddr {
+    if server.is_ipv4() {
+        "0.0.0.0:0".parse().expect("literal")
+    } else {
+        "[::]:0".parse().expect("literal")
+    }
+}
+
+/// Which links the configuration asks for, given the interfaces present now.
+async fn resolve_links(settings: &ClientSettings, main: SocketAddr, ifs: &BTreeMap<String, Interface>, strict: bool) -> Result<Vec<ActiveLink>, Failure> {
+    let mut out = Vec::new();
+    for l in &settings.links {
+        let server = match &l.server {
+            Some(s) => resolve(s).await?,
+            None => main,
+        };
+        match &l.kind {
+            LinkKind::Address(ip) => {
+                let link = UdpLink::bind(SocketAddr::new(*ip, 0), None).map_err(|e| {
+                    Failure::Interface(format!("link {ip}: cannot bind to this address ({e}); is it an address of this machine?"))
+                })?;
+                out.push(ActiveLink { label: ip.to_string(), link, server, backup: l.backup });
+            }
+            LinkKind::Interface(name) => {
+                let Some(i) = ifs.get(name) else {
+                    if strict {
+                        let known: Vec<&str> = ifs.keys().map(String::as_str).collect();
+                        return Err(Failure::Interface(format!(
+                            "unknown interface '{name}' (interfaces here: {})",
+                            known.join(", ")
+                        )));
+                    }
+                    continue;
+                };
+                if !i.up || !i.addrs.iter().any(|a| a.is_ipv4() == server.is_ipv4()) {
+                    tracing::warn!(interface = %name, "interface is down or has no address yet; waiting for it");
+                    continue;
+                }
+                let link = UdpLink::bind(unspecified(server), Some(name))
+                    .map_err(|e| Failure::Interface(format!("interface {name}: {e}")))?;
+                out.push(ActiveLink { label: name.clone(), link, server, backup: l.backup });
+            }
+            LinkKind::Auto => {
+                for i in ifs.values().filter(|i| i.up && !i.loopback) {
+                    if out.iter().any(|a: &ActiveLink| a.label == i.name) {
+                        continue;
+                    }
+                    if !i.addrs.iter().any(|a| a.is_ipv4() == server.is_ipv4() && usable(*a)) {
+                        continue;
+                    }
+                    match UdpLink::bind(unspecified(server), Some(&i.name)) {
+                        Ok(link) => out.push(ActiveLink { label: i.name.clone(), link, server, backup: l.backup }),
+                        Err(e) => tracing::warn!(interface = %i.name, error = %e, "cannot use interface"),
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn usable(ip: IpAddr) -> bool {
+    !ip.is_loopback() && !ip.is_unspecified() && !ip.is_multicast()
+}
+
+/// Starts a client.
+pub async fn start_client(settings: ClientSettings) -> Result<ClientHandle, Failure> {
+    let main = resolve(&settings.server).await?;
+    let needs_netlink = settings.links.iter().any(|l| !matches!(l.kind, LinkKind::Address(_)));
+    let ifs = if needs_netlink {
+        netlink::interfaces().await.map_err(|e| Failure::Interface(format!("cannot list interfaces: {e}")))?
+    } else {
+        BTreeMap::new()
+    };
+    let links = resolve_links(&settings, main, &ifs, true).await?;
+    if links.is_empty() {
+        return Err(Failure::Interface("no usable link: no configured interface is up with an address".into()));
+    }
+    let board = StatusBoard::new("client");
+    let mut tasks = Vec::new();
+    let (app_tx, app_rx) = mpsc::channel(1024);
+    let udp = UdpRegistry::default();
+    let socks_addr = match settings.socks {
+        Some(a) => {
+            let l = TcpListener::bind(a).await.map_err(|e| Failure::Config(format!("cannot listen for SOCKS5 on {a}: {e}")))?;
+            if !a.ip().is_loopback() && settings.socks_auth.is_none() {
+                tracing::warn!(%a, "SOCKS5 listens beyond loopback without a password");
+            }
+            let bound = l.local_addr()?;
+            tasks.push(tokio::spawn(serve_socks(l, app_tx.clone(), settings.socks_auth.clone(), udp.clone())));
+            Some(bound)
+        }
+        None => None,
+    };
+    let mut forward_addrs = Vec::new();
+    for f in &settings.forwards {
+        let l = TcpListener::bind(f.listen)
+            .await
+            .map_err(|e| Failure::Config(format!("cannot listen for forward {} on {}: {e}", f.target, f.listen)))?;
+        forward_addrs.push(l.local_addr()?);
+        let target = Target::parse(&f.target).map_err(Failure::Config)?;
+        tasks.push(tokio::spawn(serve_forward(l, target, app_tx.clone())));
+    }
+    let status_addr = match settings.status {
+        Some(a) => {
+            let (bound, t) = status::serve(a, board.clone()).await.map_err(|e| Failure::Config(format!("cannot serve status on {a}: {e}")))?;
+            tasks.push(t);
+            Some(bound)
+        }
+        None => None,
+    };
+    let shared = Arc::new(Mutex::new(links));
+    let (links_tx, links_rx) = mpsc::channel(64);
+    if needs_netlink {
+        match netlink::watch() {
+            Ok(changes) => tasks.push(tokio::spawn(follow_interfaces(settings.clone(), main, shared.clone(), links_tx, changes))),
+            Err(e) => tracing::warn!(error = %e, "cannot watch interfaces; links will not follow changes"),
+        }
+    }
+    let connected = Arc::new(AtomicBool::new(false));
+    let sup = Supervisor { settings, shared, board: board.clone(), udp, connected: connected.clone(), app_tx: app_tx.clone() };
+    let supervisor = tokio::spawn(sup.run(app_rx, links_rx));
+    Ok(ClientHandle { board, socks_addr, forward_addrs, status_addr, app: app_tx, connected, supervisor: Some(supervisor), tasks })
+}
+
+/// Keeps the link set in step with the interfaces: paths are added and removed as interfaces
+/// and addresses come and go.
+async fn follow_interfaces(settings: ClientSettings, main: SocketAddr, shared: Arc<Mutex<Vec<ActiveLink>>>, tx: mpsc::Sender<LinkMsg>, mut changes: mpsc::Receiver<()>) {
+    while changes.recv().await.is_some() {
+        let Ok(ifs) = netlink::interfaces().await else { continue };
+        let wanted = match resolve_links(&settings, main, &ifs, false).await {
+            Ok(w) => w,
+            Err(e) => {
+                tracing::warn!(error = %e, "link update failed");
+                continue;
+            }
+        };
+        let mut msgs = Vec::new();
+        {
+            let mut cur = shared.lock().unwrap_or_else(|e| e.into_inner());
+            cur.retain(|c| {
+                let keep = wanted.iter().any(|w| w.label == c.label) || !c.label.chars().any(|ch| ch.is_ascii_alphabetic());
+                if !keep {
+                    tracing::info!(link = %c.label, "link gone");
+                    msgs.push(LinkMsg::Remove { local: c.link.local });
+                }
+                keep
+            });
+            for w in wanted {
+                if !cur.iter().any(|c| c.label == w.label) {
+                    tracing::info!(link = %w.label, "link appeared");
+                    msgs.push(LinkMsg::Add { link: w.link.clone(), server: w.server, label: w.label.clone() });
+                    cur.push(w);
+                }
+            }
+        }
+        for m in msgs {
+            let _ = tx.send(m).await;
+        }
+    }
+}
+
+struct Supervisor {
+    settings: ClientSettings,
+    shared: Arc<Mutex<Vec<ActiveLink>>>,
+    board: StatusBoard,
+    udp: UdpRegistry,
+    connected: Arc<AtomicBool>,
+    app_tx: mpsc::Sender<AppMsg>,
+}
+
+/// The client's role: answers to UDP associations; streams opened by the server are refused.
+struct ClientRole {
+    udp: UdpRegistry,
+    connected: Arc<AtomicBool>,
+    ever: Arc<AtomicBool>,
+}
+
+impl Role for ClientRole {
+    fn on_stream_opened(&mut self, ends: StreamEnds) {
+        let (_, writer) = ends.split();
+        tokio::spawn(async move {
+            let _ = writer.reset(0).await;
+        });
+    }
+
+    fn on_datagram(&mut self, d: Datagram) {
+        if let Ok((assoc, source, payload)) = decode_udp(&d.data) {
+            self.udp.deliver(assoc, source, payload);
+        }
+    }
+
+    fn on_event(&mut self, e: &Event) {
+        match e {
+            Event::Connected => {
+                self.connected.store(true, Ordering::SeqCst);
+                self.ever.store(true, Ordering::SeqCst);
+            }
+            Event::Closed(_) => self.connected.store(false, Ordering::SeqCst),
+            _ => {}
+        }
+    }
+}
+
+fn random_u64() -> u64 {
+    let mut b = [0u8; 8];
+    let _ = ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut b);
+    u64::from_be_bytes(b)
+}
+
+impl Supervisor {
+    async fn run(self, mut app_rx: mpsc::Receiver<AppMsg>, mut links_rx: mpsc::Receiver<LinkMsg>) -> Result<(), Failure> {
+        let ever = Arc::new(AtomicBool::new(false));
+        let mut backoff = Duration::from_secs(1);
+        let mut first_link = 0usize;
+        let mut failures_before_connect = 0usize;
+        loop {
+            let links = self.shared.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            if links.is_empty() {
+                self.board.set_note(Some("waiting for a usable link".into()));
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+            let start = first_link % links.len();
+            let cfg = ClientConfig { secret: self.settings.secret.clone(), server_key: self.settings.server_key, session: self.settings.session.clone() };
+            let epoch = Instant::now();
+            let stamp = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+            let l0 = &links[start];
+            let mut session = Session::connect(&cfg, Timestamp::ZERO, Some(l0.link.local), l0.server, random_u64(), stamp);
+            self.board.set_note(Some(format!("connecting to {} over {}", self.settings.server, l0.label)));
+            let (inbox_tx, inbox) = mpsc::channel(1024);
+            let role = ClientRole { udp: self.udp.clone(), connected: self.connected.clone(), ever: ever.clone() };
+            let mut bound = vec![(0u8, l0.clone())];
+            for (i, l) in links.iter().enumerate() {
+                if i == start {
+                    continue;
+                }
+                if let Ok(id) = session.add_path(Timestamp::ZERO, Some(l.link.local), l.server) {
+                    if l.backup {
+                        let _ = session.set_path_status(id, PathStatusKind::Backup);
+                    }
+                    bound.push((id, l.clone()));
+                }
+            }
+            let wiring = Wiring { inbox, inbox_tx: inbox_tx.clone(), app_rx, app_tx: self.app_tx.clone(), links_rx: Some(links_rx) };
+            let mut driver = Driver::new(session, role, epoch, wiring, Some(self.board.clone()), self.settings.server.clone());
+            let mut receivers = Vec::new();
+            for (id, l) in &bound {
+                driver.bind_path(*id, l.link.clone(), l.label.clone());
+                receivers.push(tokio::spawn(l.link.clone().receive_into(inbox_tx.clone())));
+            }
+            drop(inbox_tx);
+            let (reason, rx, lrx) = driver.run().await;
+            for r in receivers {
+                r.abort();
+            }
+            app_rx = rx;
+            links_rx = lrx.unwrap_or_else(|| mpsc::channel(1).1);
+            self.connected.store(false, Ordering::SeqCst);
+            let unreachable = links.iter().any(|l| l.link.unreachable.swap(false, Ordering::Relaxed));
+            if !ever.load(Ordering::SeqCst) {
+                match reason {
+                    CloseReason::Refused => {
+                        return Err(Failure::Refused(format!(
+                            "the server at {} refused this client's key (it is not among the server's [[client]] keys); public key: {}",
+                            self.settings.server,
+                            self.settings.secret.public_key()
+                        )))
+                    }
+                    CloseReason::HandshakeTimeout => {
+                        failures_before_connect += 1;
+                        if failures_before_connect >= links.len() {
+                            if unreachable {
+                                return Err(Failure::Unreachable(format!(
+                                    "the server at {} is unreachable (nothing listens there, or no route)",
+                                    self.settings.server
+                                )));
+                            }
+                            return Err(Failure::NoAnswer(format!(
+                                "no answer from the server at {}: it is down, filtered, or its key is not the configured server key ({})",
+                                self.settings.server, self.settings.server_key
+                            )));
+                        }
+                        first_link += 1;
+                        continue;
+                    }
+                    _ => {}
+                }
+            }
+            tracing::warn!(reason = %reason, retry_in = ?backoff, "session ended; reconnecting");
+            self.board.set_note(Some(format!("session ended ({reason}); reconnecting")));
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(Duration::from_secs(30));
+            first_link += 1;
+        }
+    }
+}

@@ -1,0 +1,511 @@
+//! Configuration: one TOML file per side (`--config FILE`), every value also settable by flag.
+//! A bad file gets one error naming the file, the line, the key and what is wrong.
+//!
+//! See `examples/server.toml` and `examples/client.toml` in the repository for every key.
+
+use crate::egress::EgressPolicy;
+use crate::error::Failure;
+use crate::keyfile;
+use braid_core::cc::Algorithm;
+use braid_core::scheduler::Kind;
+use braid_core::units::parse_duration;
+use braid_core::{AckPath, PublicKey, SessionConfig, StaticSecret};
+use serde::de::{self, Deserializer};
+use serde::Deserialize;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+/// A value parsed with `FromStr` while deserializing, so that errors carry the file position.
+#[derive(Debug, Clone)]
+pub struct Parsed<T>(pub T);
+
+impl<'de, T: FromStr> Deserialize<'de> for Parsed<T>
+where
+    T::Err: std::fmt::Display,
+{
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map(Parsed).map_err(de::Error::custom)
+    }
+}
+
+/// A duration such as "30s".
+#[derive(Debug, Clone, Copy)]
+pub struct DurationText(pub Duration);
+
+impl<'de> Deserialize<'de> for DurationText {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        parse_duration(&s).map(DurationText).map_err(de::Error::custom)
+    }
+}
+
+/// `[session]`: protocol tuning shared by both sides.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionSection {
+    scheduler: Option<Parsed<Kind>>,
+    congestion: Option<Parsed<Algorithm>>,
+    idle_timeout: Option<DurationText>,
+    handshake_timeout: Option<DurationText>,
+    keepalive: Option<DurationText>,
+    max_streams: Option<u64>,
+    stream_window: Option<u64>,
+    session_window: Option<u64>,
+    send_buffer: Option<u64>,
+    max_datagram_size: Option<usize>,
+    ack_path: Option<String>,
+    blackout_freeze: Option<bool>,
+    loss_discrimination: Option<bool>,
+}
+
+impl SessionSection {
+    fn apply(&self, c: &mut SessionConfig) -> Result<(), String> {
+        if let Some(v) = &self.scheduler {
+            c.scheduler = v.0;
+        }
+        if let Some(v) = &self.congestion {
+            c.congestion = v.0;
+        }
+        if let Some(v) = self.idle_timeout {
+            c.idle_timeout = v.0;
+        }
+        if let Some(v) = self.handshake_timeout {
+            c.handshake_timeout = v.0;
+        }
+        if let Some(v) = self.keepalive {
+            c.keepalive_interval = v.0;
+        }
+        if let Some(v) = self.max_streams {
+            c.max_streams = v;
+        }
+        if let Some(v) = self.stream_window {
+            c.stream_window = v;
+        }
+        if let Some(v) = self.session_window {
+            c.session_window = v;
+        }
+        if let Some(v) = self.send_buffer {
+            c.send_buffer = v;
+        }
+        if let Some(v) = self.max_datagram_size {
+            if !(1200..=65000).contains(&v) {
+                return Err(format!("session.max_datagram_size: {v} is outside 1200..65000"));
+            }
+            c.max_datagram_size = v;
+        }
+        if let Some(v) = &self.ack_path {
+            c.ack_path = match v.as_str() {
+                "lowest-rtt" => AckPath::LowestRtt,
+                "same-path" => AckPath::SamePath,
+                _ => return Err(format!("session.ack_path: '{v}' is not lowest-rtt or same-path")),
+            };
+        }
+        if let Some(v) = self.blackout_freeze {
+            c.blackout_freeze = v;
+        }
+        if let Some(v) = self.loss_discrimination {
+            c.loss_discrimination = v;
+        }
+        Ok(())
+    }
+}
+
+/// One admitted client in the server file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientEntry {
+    /// A label for logs and status.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The client's public key.
+    pub key: Parsed<PublicKey>,
+    /// Streams this client may have open at once.
+    #[serde(default)]
+    pub max_streams: Option<u64>,
+    /// UDP associations this client may have at once.
+    #[serde(default)]
+    pub max_udp: Option<usize>,
+}
+
+/// `[egress]` of the server file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EgressSection {
+    #[serde(default)]
+    allow_private: bool,
+    #[serde(default)]
+    allow: Vec<String>,
+    #[serde(default)]
+    deny: Vec<String>,
+}
+
+/// The server file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerFile {
+    listen: Option<Parsed<SocketAddr>>,
+    key: Option<PathBuf>,
+    status: Option<Parsed<SocketAddr>>,
+    #[serde(default)]
+    client: Vec<ClientEntry>,
+    #[serde(default)]
+    egress: EgressSection,
+    #[serde(default)]
+    session: SessionSection,
+}
+
+/// The client file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientFile {
+    server: Option<String>,
+    server_key: Option<Parsed<PublicKey>>,
+    key: Option<PathBuf>,
+    #[serde(default)]
+    link: Vec<String>,
+    #[serde(default)]
+    backup: Vec<String>,
+    socks: Option<Parsed<SocketAddr>>,
+    socks_username: Option<String>,
+    socks_password: Option<String>,
+    #[serde(default)]
+    forward: Vec<String>,
+    status: Option<Parsed<SocketAddr>>,
+    #[serde(default)]
+    session: SessionSection,
+}
+
+/// A client link as configured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LinkKind {
+    /// A network interface (socket bound with SO_BINDTODEVICE).
+    Interface(String),
+    /// A local address.
+    Address(IpAddr),
+    /// Every interface with a usable address, followed as they come and go.
+    Auto,
+}
+
+/// One link: how to leave, and (optionally) a server address of its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkConfig {
+    /// Interface, address or auto.
+    pub kind: LinkKind,
+    /// The server address to use on this link (default: the main one).
+    pub server: Option<String>,
+    /// Used only when the other links are down or saturated.
+    pub backup: bool,
+}
+
+impl FromStr for LinkConfig {
+    type Err = String;
+    /// `IFACE`, `ADDRESS`, or `auto`, each optionally followed by `@HOST:PORT`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (what, server) = match s.split_once('@') {
+            Some((w, srv)) => (w, Some(srv.to_string())),
+            None => (s, None),
+        };
+        let what = what.trim();
+        if what.is_empty() {
+            return Err(format!("link '{s}' is empty: use an interface name, a local address or auto"));
+        }
+        let kind = if what == "auto" {
+            LinkKind::Auto
+        } else if let Ok(ip) = what.parse::<IpAddr>() {
+            LinkKind::Address(ip)
+        } else if what.len() <= 15 && what.chars().all(|c| c.is_ascii_alphanumeric() || "-_.:".contains(c)) {
+            LinkKind::Interface(what.to_string())
+        } else {
+            return Err(format!("link '{s}' is neither an interface name, an IP address nor auto"));
+        };
+        Ok(LinkConfig { kind, server, backup: false })
+    }
+}
+
+/// A port forward `LISTEN=HOST:PORT` (the habit of `ssh -L`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Forward {
+    /// Local address to listen on.
+    pub listen: SocketAddr,
+    /// Destination the server connects to.
+    pub target: String,
+}
+
+impl FromStr for Forward {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (l, t) = s.split_once('=').ok_or_else(|| format!("forward '{s}' must be LISTEN=HOST:PORT"))?;
+        let listen = l.parse().map_err(|_| format!("forward '{s}': '{l}' is not an address:port to listen on"))?;
+        crate::appproto::split_host_port(t).map_err(|e| format!("forward '{s}': {e}"))?;
+        Ok(Forward { listen, target: t.to_string() })
+    }
+}
+
+/// Everything a server needs.
+#[derive(Debug, Clone)]
+pub struct ServerSettings {
+    /// UDP address to listen on.
+    pub listen: SocketAddr,
+    /// Our key.
+    pub secret: StaticSecret,
+    /// Admitted clients.
+    pub clients: Vec<ClientPolicy>,
+    /// Where streams and datagrams may go.
+    pub egress: EgressPolicy,
+    /// Status and metrics HTTP address.
+    pub status: Option<SocketAddr>,
+    /// Session tuning.
+    pub session: SessionConfig,
+}
+
+/// One admitted client and its limits.
+#[derive(Debug, Clone)]
+pub struct ClientPolicy {
+    /// Label.
+    pub name: String,
+    /// Public key.
+    pub key: PublicKey,
+    /// Open streams at most.
+    pub max_streams: u64,
+    /// UDP associations at most.
+    pub max_udp: usize,
+}
+
+/// Everything a client needs.
+#[derive(Debug, Clone)]
+pub struct ClientSettings {
+    /// Server address (host:port).
+    pub server: String,
+    /// Server public key.
+    pub server_key: PublicKey,
+    /// Our key.
+    pub secret: StaticSecret,
+    /// Links, one path each.
+    pub links: Vec<LinkConfig>,
+    /// SOCKS5 listen address.
+    pub socks: Option<SocketAddr>,
+    /// SOCKS5 username and password, if required.
+    pub socks_auth: Option<(String, String)>,
+    /// Port forwards.
+    pub forwards: Vec<Forward>,
+    /// Status and metrics HTTP address.
+    pub status: Option<SocketAddr>,
+    /// Session tuning.
+    pub session: SessionConfig,
+}
+
+/// Flags that override the server file.
+#[derive(Debug, Default, Clone)]
+pub struct ServerFlags {
+    /// `--listen`.
+    pub listen: Option<SocketAddr>,
+    /// `--key`.
+    pub key: Option<PathBuf>,
+    /// `--client` (repeatable; adds to the file's).
+    pub clients: Vec<String>,
+    /// `--allow-private`.
+    pub allow_private: bool,
+    /// `--status`.
+    pub status: Option<SocketAddr>,
+    /// `--scheduler`.
+    pub scheduler: Option<Kind>,
+}
+
+/// Flags that override the client file.
+#[derive(Debug, Default, Clone)]
+pub struct ClientFlags {
+    /// `--server`.
+    pub server: Option<String>,
+    /// `--server-key`.
+    pub server_key: Option<String>,
+    /// `--key`.
+    pub key: Option<PathBuf>,
+    /// `--link` (replaces the file's when given).
+    pub links: Vec<String>,
+    /// `--backup` (names of links used as backup).
+    pub backup: Vec<String>,
+    /// `--socks`.
+    pub socks: Option<SocketAddr>,
+    /// `--forward` (adds to the file's).
+    pub forwards: Vec<String>,
+    /// `--status`.
+    pub status: Option<SocketAddr>,
+    /// `--scheduler`.
+    pub scheduler: Option<Kind>,
+}
+
+/// Reads and parses a TOML file, turning errors into `FILE:LINE: KEY: problem`.
+fn load<T: for<'de> Deserialize<'de> + Default>(path: Option<&Path>) -> Result<T, Failure> {
+    let Some(path) = path else { return Ok(T::default()) };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Failure::Config(format!("config file {}: cannot read it: {e}", path.display())))?;
+    toml::from_str(&text).map_err(|e| Failure::Config(describe_toml_error(path, &text, &e)))
+}
+
+/// One line: `FILE:LINE: KEY: message`.
+pub fn describe_toml_error(path: &Path, text: &str, e: &toml::de::Error) -> String {
+    let message = e.message().trim().replace('\n', " ");
+    match e.span() {
+        Some(span) => {
+            let line_no = text[..span.start.min(text.len())].matches('\n').count() + 1;
+            let line = text.lines().nth(line_no - 1).unwrap_or("");
+            let key = line.split('=').next().map(str::trim).filter(|k| !k.is_empty() && !k.starts_with('['));
+            match key {
+                Some(k) if line.contains('=') => format!("config file {}:{line_no}: {k}: {message}", path.display()),
+                _ => format!("config file {}:{line_no}: {message}", path.display()),
+            }
+        }
+        None => format!("config file {}: {message}", path.display()),
+    }
+}
+
+fn secret_from(path: Option<PathBuf>, what: &str) -> Result<StaticSecret, Failure> {
+    let path = path.ok_or_else(|| Failure::Config(format!("no {what} key: give --key FILE or key = \"FILE\"")))?;
+    keyfile::read_secret(&path, |w| tracing::warn!("{w}"))
+}
+
+impl ServerSettings {
+    /// Builds the server settings from an optional file and flags.
+    pub fn load(file: Option<&Path>, flags: ServerFlags) -> Result<ServerSettings, Failure> {
+        let f: ServerFile = load(file)?;
+        let mut session = SessionConfig::default();
+        f.session.apply(&mut session).map_err(Failure::Config)?;
+        if let Some(k) = flags.scheduler {
+            session.scheduler = k;
+        }
+        let listen = flags
+            .listen
+            .or(f.listen.map(|p| p.0))
+            .ok_or_else(|| Failure::Config("no listen address: give --listen ADDR:PORT or listen = \"...\"".into()))?;
+        let secret = secret_from(flags.key.or(f.key), "server")?;
+        let default_streams = session.max_streams;
+        let mut clients: Vec<ClientPolicy> = f
+            .client
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| ClientPolicy {
+                name: c.name.unwrap_or_else(|| format!("client-{i}")),
+                key: c.key.0,
+                max_streams: c.max_streams.unwrap_or(default_streams),
+                max_udp: c.max_udp.unwrap_or(64),
+            })
+            .collect();
+        for (i, k) in flags.clients.iter().enumerate() {
+            let key = k.parse().map_err(|e| Failure::Config(format!("--client '{k}': {e}")))?;
+            clients.push(ClientPolicy { name: format!("flag-client-{i}"), key, max_streams: default_streams, max_udp: 64 });
+        }
+        if clients.is_empty() {
+            return Err(Failure::Config(
+                "no clients admitted: add [[client]] key = \"...\" entries or --client PUBKEY".into(),
+            ));
+        }
+        let egress = EgressPolicy::new(f.egress.allow_private || flags.allow_private, &f.egress.allow, &f.egress.deny)
+            .map_err(|e| Failure::Config(format!("egress: {e}")))?;
+        Ok(ServerSettings { listen, secret, clients, egress, status: flags.status.or(f.status.map(|p| p.0)), session })
+    }
+}
+
+impl ClientSettings {
+    /// Builds the client settings from an optional file and flags.
+    pub fn load(file: Option<&Path>, flags: ClientFlags) -> Result<ClientSettings, Failure> {
+        let f: ClientFile = load(file)?;
+        let mut session = SessionConfig::default();
+        f.session.apply(&mut session).map_err(Failure::Config)?;
+        if let Some(k) = flags.scheduler {
+            session.scheduler = k;
+        }
+        let server = flags
+            .server
+            .or(f.server)
+            .ok_or_else(|| Failure::Config("no server: give --server HOST:PORT or server = \"...\"".into()))?;
+        crate::appproto::split_host_port(&server).map_err(|e| Failure::Config(format!("server '{server}': {e}")))?;
+        let server_key = match flags.server_key {
+            Some(k) => k.parse().map_err(|e| Failure::Config(format!("--server-key: {e}")))?,
+            None => {
+                f.server_key
+                    .ok_or_else(|| Failure::Config("no server key: give --server-key PUBKEY or server_key = \"...\"".into()))?
+                    .0
+            }
+        };
+        let secret = secret_from(flags.key.or(f.key), "client")?;
+        let link_texts = if flags.links.is_empty() { f.link } else { flags.links };
+        let backups: Vec<String> = f.backup.into_iter().chain(flags.backup).collect();
+        let mut links = Vec::new();
+        for l in &link_texts {
+            let mut link: LinkConfig = l.parse().map_err(|e| Failure::Config(format!("link: {e}")))?;
+            link.backup = backups.iter().any(|b| l == b || l.split('@').next() == Some(b.as_str()));
+            links.push(link);
+        }
+        if links.is_empty() {
+            links.push(LinkConfig { kind: LinkKind::Auto, server: None, backup: false });
+        }
+        let mut forwards = Vec::new();
+        for fw in f.forward.iter().chain(&flags.forwards) {
+            forwards.push(fw.parse().map_err(Failure::Config)?);
+        }
+        let socks_auth = match (f.socks_username, f.socks_password) {
+            (Some(u), Some(p)) => Some((u, p)),
+            (None, None) => None,
+            _ => return Err(Failure::Config("socks_username and socks_password go together".into())),
+        };
+        Ok(ClientSettings {
+            server,
+            server_key,
+            secret,
+            links,
+            socks: flags.socks.or(f.socks.map(|p| p.0)),
+            socks_auth,
+            forwards,
+            status: flags.status.or(f.status.map(|p| p.0)),
+            session,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(name: &str, text: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("braid-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn errors_name_file_line_and_key() {
+        let p = write("bad1.toml", "server = \"h:1\"\nserver_key = \"!!notbase64\"\n");
+        let e = ClientSettings::load(Some(&p), ClientFlags::default()).unwrap_err();
+        let m = e.to_string();
+        assert!(m.contains("bad1.toml:2: server_key:") && m.contains("base64"), "{m}");
+        assert_eq!(e.exit_code(), 2);
+        let p = write("bad2.toml", "listen = \"0.0.0.0:7000\"\nlisten_port = 5\n");
+        let m = ServerSettings::load(Some(&p), ServerFlags::default()).unwrap_err().to_string();
+        assert!(m.contains("bad2.toml:2") && m.contains("listen_port"), "{m}");
+        let p = write("bad3.toml", "[session]\nscheduler = \"fastest\"\n");
+        let m = ServerSettings::load(Some(&p), ServerFlags::default()).unwrap_err().to_string();
+        assert!(m.contains("bad3.toml:2: scheduler:") && m.contains("unknown scheduler"), "{m}");
+        let m = ServerSettings::load(None, ServerFlags::default()).unwrap_err().to_string();
+        assert!(m.contains("no listen address"), "{m}");
+    }
+
+    #[test]
+    fn links_and_forwards_parse() {
+        assert_eq!("wwan0".parse::<LinkConfig>().unwrap().kind, LinkKind::Interface("wwan0".into()));
+        let l: LinkConfig = "127.0.0.1@127.0.0.1:9001".parse().unwrap();
+        assert_eq!(l.kind, LinkKind::Address("127.0.0.1".parse().unwrap()));
+        assert_eq!(l.server.as_deref(), Some("127.0.0.1:9001"));
+        assert_eq!("auto".parse::<LinkConfig>().unwrap().kind, LinkKind::Auto);
+        assert!("".parse::<LinkConfig>().is_err());
+        assert!("has space".parse::<LinkConfig>().is_err());
+        let f: Forward = "127.0.0.1:8080=example.com:80".parse().unwrap();
+        assert_eq!(f.target, "example.com:80");
+        assert!("127.0.0.1:8080".parse::<Forward>().is_err());
+        assert!("127.0.0.1:8080=nope".parse::<Forward>().is_err());
+    }
+}

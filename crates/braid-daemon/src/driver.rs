@@ -1,0 +1,490 @@
+//! The session driver: one tokio task per session that owns the sans-IO `Session` and moves
+//! bytes between it, its UDP sockets and the applications' stream bridges. It holds no protocol
+//! logic. Each round, in a fixed order: receive (feed datagrams), timer, application requests,
+//! events (streams, paths), transmit (batched, segmented), then wait for the next of: a
+//! datagram, a request, a budget release, the core's deadline, the status tick.
+
+use crate::bridge::{pair, AppMsg, DriverEnd, Inbound, StreamEnds};
+use crate::status::{session_status, RateMemory, StatusBoard};
+use crate::udp::{canonical, Incoming, UdpLink};
+use braid_core::datagram::Datagram;
+use braid_core::{CloseReason, Event, PathId, Session, StreamError, StreamEvent, StreamId, Timestamp};
+use bytes::Bytes;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, Notify};
+use tokio::time::Instant;
+
+/// Packets one round may send before the driver looks at its inbox again.
+const SEND_BUDGET: usize = 512;
+/// Largest GSO batch in bytes.
+const MAX_BATCH: usize = 64000;
+/// How often the status board is refreshed.
+const STATUS_EVERY: Duration = Duration::from_millis(500);
+/// Bytes read from a stream per `read_chunk`.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// What differs between the client's and the server's driver.
+pub trait Role: Send + 'static {
+    /// The peer opened a stream.
+    fn on_stream_opened(&mut self, ends: StreamEnds);
+    /// A datagram arrived.
+    fn on_datagram(&mut self, d: Datagram);
+    /// A session event worth knowing (paths, connection, close), after the driver handled it.
+    fn on_event(&mut self, _e: &Event) {}
+}
+
+/// Requests that change the driver's sockets (client link hot-plug).
+pub enum LinkMsg {
+    /// Open a path over `link` to `server`, labelled `label`.
+    Add { link: UdpLink, server: SocketAddr, label: String },
+    /// Close the path leaving from `local`.
+    Remove { local: SocketAddr },
+}
+
+/// The driver of one session.
+pub struct Driver<R: Role> {
+    session: Session,
+    role: R,
+    epoch: Instant,
+    /// Socket of each path (client), or the one socket of the server.
+    sockets: HashMap<PathId, UdpLink>,
+    default_socket: Option<UdpLink>,
+    labels: BTreeMap<PathId, String>,
+    inbox: mpsc::Receiver<Vec<Incoming>>,
+    inbox_tx: mpsc::Sender<Vec<Incoming>>,
+    app_rx: mpsc::Receiver<AppMsg>,
+    app_tx: mpsc::Sender<AppMsg>,
+    links_rx: Option<mpsc::Receiver<LinkMsg>>,
+    kick: Arc<Notify>,
+    streams: HashMap<StreamId, DriverEnd>,
+    pending_opens: VecDeque<AppMsg>,
+    board: Option<StatusBoard>,
+    peer_label: String,
+    rates: RateMemory,
+}
+
+/// How a driver is wired.
+pub struct Wiring {
+    /// Datagrams for this session (from socket receive tasks or the server's endpoint).
+    pub inbox: mpsc::Receiver<Vec<Incoming>>,
+    /// A sender into `inbox`, for receive tasks the driver starts itself.
+    pub inbox_tx: mpsc::Sender<Vec<Incoming>>,
+    /// Application requests.
+    pub app_rx: mpsc::Receiver<AppMsg>,
+    /// A sender of application requests (handed to bridges).
+    pub app_tx: mpsc::Sender<AppMsg>,
+    /// Link hot-plug requests (client).
+    pub links_rx: Option<mpsc::Receiver<LinkMsg>>,
+}
+
+impl<R: Role> Driver<R> {
+    /// A driver for `session`.
+    pub fn new(session: Session, role: R, epoch: Instant, wiring: Wiring, board: Option<StatusBoard>, peer_label: String) -> Self {
+        Driver {
+            session,
+            role,
+            epoch,
+            sockets: HashMap::new(),
+            default_socket: None,
+            labels: BTreeMap::new(),
+            inbox: wiring.inbox,
+            inbox_tx: wiring.inbox_tx,
+            app_rx: wiring.app_rx,
+            app_tx: wiring.app_tx,
+            links_rx: wiring.links_rx,
+            kick: Arc::new(Notify::new()),
+            streams: HashMap::new(),
+            pending_opens: VecDeque::new(),
+            board,
+            peer_label,
+            rates: RateMemory::default(),
+        }
+    }
+
+    /// Uses `link` for path `id` (client) — the path must exist in the session.
+    pub fn bind_path(&mut self, id: PathId, link: UdpLink, label: String) {
+        self.sockets.insert(id, link);
+        self.labels.insert(id, label);
+    }
+
+    /// Uses `link` for every path without a socket of its own (server).
+    pub fn set_default_socket(&mut self, link: UdpLink) {
+        self.default_socket = Some(link);
+    }
+
+    /// The session (for inspection).
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    fn now(&self) -> Timestamp {
+        Timestamp::from_duration(self.epoch.elapsed())
+    }
+
+    /// Runs until the session ends; returns why it ended, the application channel and the link
+    /// channel (so a client can hand them to its next session).
+    pub async fn run(mut self) -> (CloseReason, mpsc::Receiver<AppMsg>, Option<mpsc::Receiver<LinkMsg>>) {
+        let mut scratch = Vec::with_capacity(2048);
+        let mut status_at = Instant::now();
+        let mut received: Vec<Vec<Incoming>> = Vec::new();
+        let mut requests: Vec<AppMsg> = Vec::new();
+        let mut link_msgs: Vec<LinkMsg> = Vec::new();
+        loop {
+            let now = self.now();
+            // 1. Receive.
+            while let Ok(b) = self.inbox.try_recv() {
+                received.push(b);
+            }
+            for batch in received.drain(..) {
+                for d in batch {
+                    self.session.handle_datagram(now, d.local, canonical(d.from), d.data);
+                }
+            }
+            // 2. Timer.
+            if self.session.poll_timeout().is_some_and(|t| t <= now) {
+                self.session.handle_timeout(now);
+            }
+            // 3. Application and link requests.
+            for _ in 0..1024 {
+                match self.app_rx.try_recv() {
+                    Ok(m) => requests.push(m),
+                    Err(_) => break,
+                }
+            }
+            for m in requests.drain(..) {
+                self.on_app(now, m);
+            }
+            if let Some(rx) = self.links_rx.as_mut() {
+                while let Ok(m) = rx.try_recv() {
+                    link_msgs.push(m);
+                }
+            }
+            for m in link_msgs.drain(..) {
+                self.on_link(now, m);
+            }
+            // 4. Events, and streams waiting for budget.
+            let mut closed = None;
+            while let Some(e) = self.session.poll_event() {
+                if let Event::Closed(r) = &e {
+                    closed = Some(r.clone());
+                }
+                self.on_event(now, &e);
+                self.role.on_event(&e);
+            }
+            self.pump_all();
+            // 5. Transmit.
+            let more = self.transmit(now, &mut scratch).await;
+            if status_at.elapsed() >= STATUS_EVERY {
+                status_at = Instant::now();
+                self.publish();
+            }
+            if let Some(reason) = closed.or_else(|| self.session.close_reason().filter(|_| self.session.is_closed()).cloned()) {
+                self.publish();
+                self.end_streams();
+                return (reason, self.app_rx, self.links_rx);
+            }
+            if more {
+                tokio::task::yield_now().await;
+                continue;
+            }
+            // 6. Wait.
+            let deadline = self.session.poll_timeout().map(|t| self.epoch + t.as_duration());
+            let sleep = async {
+                match deadline {
+                    Some(d) => tokio::time::sleep_until(d).await,
+                    None => std::future::pending().await,
+                }
+            };
+            let status_tick = tokio::time::sleep_until(status_at + STATUS_EVERY);
+            let links = async {
+                match self.links_rx.as_mut() {
+                    Some(rx) => rx.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                Some(b) = self.inbox.recv() => received.push(b),
+                Some(m) = self.app_rx.recv() => requests.push(m),
+                Some(m) = links => link_msgs.push(m),
+                _ = self.kick.notified() => {}
+                _ = sleep => {}
+                _ = status_tick => {}
+            }
+        }
+    }
+
+    fn on_app(&mut self, now: Timestamp, m: AppMsg) {
+        match m {
+            AppMsg::Open { class, request, reply } => {
+                if !self.session.is_established() {
+                    self.pending_opens.push_back(AppMsg::Open { class, request, reply });
+                    return;
+                }
+                match self.session.open_stream(class) {
+                    Ok(id) => {
+                        let (driver_end, ends) = pair(id, self.app_tx.clone(), self.kick.clone());
+                        self.streams.insert(id, driver_end);
+                        self.queue_data(id, request);
+                        let _ = reply.send(Ok(ends));
+                    }
+                    Err(StreamError::Limit) => {
+                        let _ = reply.send(Err("the server's stream limit is reached".into()));
+                    }
+                    Err(e) => {
+                        let _ = reply.send(Err(format!("cannot open a stream: {e}")));
+                    }
+                }
+            }
+            AppMsg::Data(id, data) => self.queue_data(id, data),
+            AppMsg::Finish(id) => {
+                if let Some(s) = self.streams.get_mut(&id) {
+                    s.finish_pending = true;
+                }
+                self.flush(id);
+            }
+            AppMsg::Reset(id, code) => {
+                let _ = self.session.reset_stream(id, code);
+                let _ = self.session.stop_stream(id, code);
+                self.streams.remove(&id);
+            }
+            AppMsg::Close(code, reason) => self.session.close(now, code, &reason),
+            AppMsg::Datagram(class, data) => {
+                if let Err(e) = self.session.send_datagram(now, class, data) {
+                    tracing::debug!(error = %e, "datagram not sent");
+                }
+            }
+        }
+    }
+
+    fn on_link(&mut self, now: Timestamp, m: LinkMsg) {
+        match m {
+            LinkMsg::Add { link, .. } if self.sockets.values().any(|l| l.local == link.local) => {}
+            LinkMsg::Add { link, server, label } => match self.session.add_path(now, Some(link.local), server) {
+                Ok(id) => {
+                    tracing::info!(path = id, link = %label, local = %link.local, "path added");
+                    tokio::spawn(link.clone().receive_into(self.inbox_tx.clone()));
+                    self.bind_path(id, link, label);
+                }
+                Err(e) => tracing::warn!(link = %label, error = %e, "cannot add path"),
+            },
+            LinkMsg::Remove { local } => {
+                let ids: Vec<PathId> = self.sockets.iter().filter(|(_, l)| l.local == local).map(|(id, _)| *id).collect();
+                for id in ids {
+                    tracing::info!(path = id, %local, "path removed");
+                    let _ = self.session.remove_path(now, id);
+                    self.sockets.remove(&id);
+                    self.labels.remove(&id);
+                }
+            }
+        }
+    }
+
+    fn on_event(&mut self, now: Timestamp, e: &Event) {
+        match e {
+            Event::Connected => {
+                tracing::info!(session = self.session.id(), peer = %self.peer_label, "session established");
+                let waiting: Vec<AppMsg> = self.pending_opens.drain(..).collect();
+                for m in waiting {
+                    self.on_app(now, m);
+                }
+            }
+            Event::Stream(StreamEvent::Opened(id)) => {
+                let (driver_end, ends) = pair(*id, self.app_tx.clone(), self.kick.clone());
+                self.streams.insert(*id, driver_end);
+                self.role.on_stream_opened(ends);
+                self.pump(*id);
+            }
+            Event::Stream(StreamEvent::Readable(id)) => self.pump(*id),
+            Event::Stream(StreamEvent::Writable(id)) => self.flush(*id),
+            Event::Stream(StreamEvent::Reset(id, code)) => {
+                if let Some(s) = self.streams.get_mut(id) {
+                    let _ = s.to_app.send(Inbound::Reset(*code));
+                    s.delivered_end = true;
+                }
+            }
+            Event::Stream(StreamEvent::Stopped(id, code)) => {
+                if let Some(s) = self.streams.remove(id) {
+                    let _ = s.to_app.send(Inbound::Reset(*code));
+                }
+            }
+            Event::Stream(StreamEvent::Finished(id)) => {
+                if self.streams.get(id).is_some_and(|s| s.delivered_end) {
+                    self.streams.remove(id);
+                }
+            }
+            Event::DatagramReceived => {
+                while let Some(d) = self.session.recv_datagram() {
+                    self.role.on_datagram(d);
+                }
+            }
+            Event::Path(id, ev) => tracing::info!(path = id, event = ?ev, link = ?self.labels.get(id), "path"),
+            Event::Closed(r) => tracing::info!(session = self.session.id(), reason = %r, "session closed"),
+        }
+    }
+
+    fn queue_data(&mut self, id: StreamId, data: Bytes) {
+        if let Some(s) = self.streams.get_mut(&id) {
+            s.pending.push_back(data);
+            self.flush(id);
+        }
+    }
+
+    /// Moves pending application bytes into the session's send buffer.
+    fn flush(&mut self, id: StreamId) {
+        let Some(s) = self.streams.get_mut(&id) else { return };
+        while let Some(chunk) = s.pending.pop_front() {
+            let n = chunk.len();
+            match self.session.write_bytes(id, chunk.clone()) {
+                Ok(()) => s.write_budget.add_permits(n.min(crate::bridge::WRITE_BUDGET)),
+                Err(StreamError::Blocked) => {
+                    s.pending.push_front(chunk);
+                    return;
+                }
+                Err(e) => {
+                    tracing::debug!(stream = %id, error = %e, "stream write failed");
+                    let _ = s.to_app.send(Inbound::Reset(0));
+                    s.pending.clear();
+                    return;
+                }
+            }
+        }
+        if s.finish_pending {
+            s.finish_pending = false;
+            let _ = self.session.finish(id);
+        }
+    }
+
+    /// Hands readable bytes to the application, as far as its budget allows.
+    fn pump(&mut self, id: StreamId) {
+        let Some(s) = self.streams.get_mut(&id) else { return };
+        if s.delivered_end {
+            return;
+        }
+        loop {
+            let budget = s.read_budget.available_permits().min(READ_CHUNK);
+            if budget == 0 {
+                return;
+            }
+            match self.session.read_chunk(id, budget) {
+                Ok(Some(chunk)) => {
+                    if let Ok(p) = s.read_budget.try_acquire_many(chunk.len() as u32) {
+                        p.forget();
+                    }
+                    if s.to_app.send(Inbound::Data(chunk)).is_err() {
+                        let _ = self.session.stop_stream(id, 0);
+                        self.streams.remove(&id);
+                        return;
+                    }
+                }
+                Ok(None) => {
+                    let _ = s.to_app.send(Inbound::Fin);
+                    s.delivered_end = true;
+                    return;
+                }
+                Err(StreamError::Blocked) => return,
+                Err(StreamError::Reset(code)) => {
+                    let _ = s.to_app.send(Inbound::Reset(code));
+                    s.delivered_end = true;
+                    return;
+                }
+                Err(_) => {
+                    let _ = s.to_app.send(Inbound::Reset(0));
+                    s.delivered_end = true;
+                    return;
+                }
+            }
+        }
+    }
+
+    fn pump_all(&mut self) {
+        let ids: Vec<StreamId> = self.streams.iter().filter(|(_, s)| !s.delivered_end).map(|(id, _)| *id).collect();
+        for id in ids {
+            self.pump(id);
+        }
+    }
+
+    /// Sends what the session has, batching equal-size packets to one destination (GSO).
+    /// Returns true when it stopped early with more to send.
+    async fn transmit(&mut self, now: Timestamp, scratch: &mut Vec<u8>) -> bool {
+        let mut batch: Vec<u8> = Vec::with_capacity(MAX_BATCH);
+        let mut key: Option<(PathId, SocketAddr, Option<SocketAddr>)> = None;
+        let mut segment = 0usize;
+        let mut count = 0usize;
+        let mut sent = 0usize;
+        while sent < SEND_BUDGET {
+            let Some(t) = self.session.poll_transmit(now, scratch) else {
+                self.send_batch(&mut batch, key, segment, count).await;
+                return false;
+            };
+            sent += 1;
+            let k = (t.path, t.destination, t.source);
+            let max = self.socket_for(t.path).map_or(1, |s| s.max_segments());
+            let fits = key == Some(k) && t.size <= segment && count < max && batch.len() + t.size <= MAX_BATCH;
+            if !fits {
+                self.send_batch(&mut batch, key, segment, count).await;
+                key = Some(k);
+                segment = t.size;
+                count = 0;
+            }
+            batch.extend_from_slice(&scratch[..t.size]);
+            count += 1;
+            if t.size < segment {
+                // A short segment ends a GSO batch.
+                self.send_batch(&mut batch, key, segment, count).await;
+                key = None;
+                count = 0;
+            }
+        }
+        self.send_batch(&mut batch, key, segment, count).await;
+        true
+    }
+
+    fn socket_for(&self, path: PathId) -> Option<&UdpLink> {
+        self.sockets.get(&path).or(self.default_socket.as_ref())
+    }
+
+    async fn send_batch(&self, batch: &mut Vec<u8>, key: Option<(PathId, SocketAddr, Option<SocketAddr>)>, segment: usize, count: usize) {
+        let Some((path, dest, source)) = key else {
+            batch.clear();
+            return;
+        };
+        if batch.is_empty() {
+            return;
+        }
+        if let Some(sock) = self.socket_for(path) {
+            let seg = (count > 1).then_some(segment);
+            // Only the server picks a source address; a client socket is bound already.
+            let src = if self.sockets.contains_key(&path) { None } else { source.map(|s| s.ip()) };
+            if let Err(e) = sock.send(dest, src, batch, seg).await {
+                tracing::debug!(path, %dest, error = %e, "send failed");
+            }
+        }
+        batch.clear();
+    }
+
+    fn publish(&mut self) {
+        if let Some(b) = &self.board {
+            b.put_session(session_status(&self.session, self.peer_label.clone(), &self.labels, &mut self.rates));
+        }
+    }
+
+    fn end_streams(&mut self) {
+        for (_, s) in self.streams.drain() {
+            if !s.delivered_end {
+                let _ = s.to_app.send(Inbound::Reset(0));
+            }
+        }
+        for m in self.pending_opens.drain(..) {
+            if let AppMsg::Open { reply, .. } = m {
+                let _ = reply.send(Err("the session ended".into()));
+            }
+        }
+        if let Some(b) = &self.board {
+            b.remove_session(self.session.id());
+        }
+    }
+}

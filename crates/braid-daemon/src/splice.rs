@@ -1,0 +1,87 @@
+//! Moving bytes between a TCP connection and a braid stream, both ways, with half-close:
+//! a TCP FIN finishes the stream, a stream FIN shuts the TCP write side, a reset on either
+//! side aborts the other.
+
+use crate::appproto::{decode_reply, Status};
+use crate::bridge::{Inbound, StreamReader, StreamWriter};
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const TCP_READ: usize = 64 * 1024;
+
+/// Reads the server's reply at the start of a stream; returns it and any bytes after it.
+pub async fn read_reply(reader: &mut StreamReader) -> Result<(Status, Bytes), String> {
+    let mut acc = BytesMut::new();
+    loop {
+        match reader.recv().await {
+            Some(Inbound::Data(b)) => {
+                reader.consumed(b.len());
+                acc.extend_from_slice(&b);
+                if let Some(status) = decode_reply(&acc)? {
+                    return Ok((status, acc.split_off(2).freeze()));
+                }
+            }
+            Some(Inbound::Fin) | Some(Inbound::Reset(_)) | None => {
+                return Err("the stream ended before the server answered".into())
+            }
+        }
+    }
+}
+
+/// Copies both ways until both directions are done. `first` is written to TCP before the rest.
+pub async fn splice(tcp: TcpStream, first: Bytes, mut reader: StreamReader, writer: StreamWriter) {
+    let _ = tcp.set_nodelay(true);
+    let (mut r, mut w) = tcp.into_split();
+    let up = async {
+        loop {
+            let mut buf = BytesMut::with_capacity(TCP_READ);
+            match r.read_buf(&mut buf).await {
+                Ok(0) => {
+                    let _ = writer.finish().await;
+                    return true;
+                }
+                Ok(_) => {
+                    if writer.write(buf.freeze()).await.is_err() {
+                        return false;
+                    }
+                }
+                Err(_) => {
+                    let _ = writer.reset(1).await;
+                    return false;
+                }
+            }
+        }
+    };
+    let down = async {
+        if !first.is_empty() && w.write_all(&first).await.is_err() {
+            return false;
+        }
+        while let Some(m) = reader.recv().await {
+            match m {
+                Inbound::Data(b) => {
+                    let n = b.len();
+                    if w.write_all(&b).await.is_err() {
+                        return false;
+                    }
+                    reader.consumed(n);
+                }
+                Inbound::Fin => {
+                    let _ = w.shutdown().await;
+                    return true;
+                }
+                Inbound::Reset(_) => return false,
+            }
+        }
+        false
+    };
+    tokio::pin!(up, down);
+    // If either side fails, the other is abandoned (dropping the socket closes it).
+    let (mut up_done, mut down_done) = (false, false);
+    while !(up_done && down_done) {
+        tokio::select! {
+            ok = &mut up, if !up_done => { up_done = true; if !ok { let _ = writer.reset(1).await; return; } }
+            ok = &mut down, if !down_done => { down_done = true; if !ok { let _ = writer.reset(1).await; return; } }
+        }
+    }
+}

@@ -1,0 +1,274 @@
+//! The status document and Prometheus metrics each daemon serves on its status port:
+//! `GET /status` (JSON), `GET /metrics` (Prometheus text), `GET /` (a small live page).
+
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{Html, IntoResponse};
+use axum::routing::get;
+use axum::{Json, Router};
+use braid_core::{DropReason, Session};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::net::SocketAddr;
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
+
+/// One path, as published.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+pub struct PathStatus {
+    /// Path id.
+    pub id: u8,
+    /// Local address.
+    pub local: Option<String>,
+    /// Peer address.
+    pub remote: String,
+    /// Link label (interface or address) on the client.
+    pub link: Option<String>,
+    /// probing, active, standby, backup, suspect, down.
+    pub state: String,
+    /// Smoothed RTT, ms.
+    pub rtt_ms: f64,
+    /// Minimum RTT, ms.
+    pub min_rtt_ms: f64,
+    /// RTT variation, ms.
+    pub rttvar_ms: f64,
+    /// Congestion window, bytes.
+    pub cwnd: u64,
+    /// Bytes in flight.
+    pub in_flight: u64,
+    /// Sending rate over the last interval, bit/s.
+    pub send_bps: f64,
+    /// Receiving rate over the last interval, bit/s.
+    pub recv_bps: f64,
+    /// Smoothed loss fraction.
+    pub loss: f64,
+    /// RTT jitter, ms.
+    pub jitter_ms: f64,
+    /// Bytes sent.
+    pub bytes_sent: u64,
+    /// Bytes received.
+    pub bytes_received: u64,
+    /// Packets declared lost.
+    pub packets_lost: u64,
+    /// Times the path went silent.
+    pub blackouts: u64,
+}
+
+/// One session, as published.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+pub struct SessionStatus {
+    /// Session id.
+    pub id: u32,
+    /// The peer's label (server side: client name; client side: server address).
+    pub peer: String,
+    /// Established.
+    pub established: bool,
+    /// Scheduler.
+    pub scheduler: String,
+    /// Open streams.
+    pub streams: usize,
+    /// Paths.
+    pub paths: Vec<PathStatus>,
+    /// Datagrams dropped by reason.
+    pub dropped: BTreeMap<String, u64>,
+    /// Stream bytes sent again.
+    pub retransmitted_bytes: u64,
+}
+
+/// The whole document.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+pub struct Status {
+    /// "client" or "server".
+    pub role: String,
+    /// braid version.
+    pub version: String,
+    /// Seconds since start.
+    pub uptime_s: f64,
+    /// Sessions (one on a client).
+    pub sessions: Vec<SessionStatus>,
+    /// Datagrams dropped before reaching a session (server), by reason.
+    pub endpoint_dropped: BTreeMap<String, u64>,
+    /// What the daemon is doing when it has no session (client: "connecting", "retrying").
+    pub note: Option<String>,
+}
+
+/// Shared status, written by drivers, read by the HTTP server.
+#[derive(Clone)]
+pub struct StatusBoard {
+    inner: Arc<RwLock<Status>>,
+    started: Instant,
+}
+
+impl StatusBoard {
+    /// A board for `role`.
+    pub fn new(role: &str) -> Self {
+        let status = Status { role: role.into(), version: env!("CARGO_PKG_VERSION").into(), ..Default::default() };
+        StatusBoard { inner: Arc::new(RwLock::new(status)), started: Instant::now() }
+    }
+
+    /// Replaces (or adds) a session's entry.
+    pub fn put_session(&self, s: SessionStatus) {
+        let mut st = self.inner.write().unwrap_or_else(|e| e.into_inner());
+        match st.sessions.iter_mut().find(|x| x.id == s.id) {
+            Some(x) => *x = s,
+            None => st.sessions.push(s),
+        }
+    }
+
+    /// Removes a session's entry.
+    pub fn remove_session(&self, id: u32) {
+        self.inner.write().unwrap_or_else(|e| e.into_inner()).sessions.retain(|s| s.id != id);
+    }
+
+    /// Sets the endpoint drop counters.
+    pub fn set_endpoint_dropped(&self, d: &BTreeMap<DropReason, u64>) {
+        self.inner.write().unwrap_or_else(|e| e.into_inner()).endpoint_dropped =
+            d.iter().map(|(r, n)| (r.label().to_string(), *n)).collect();
+    }
+
+    /// Sets the note.
+    pub fn set_note(&self, note: Option<String>) {
+        self.inner.write().unwrap_or_else(|e| e.into_inner()).note = note;
+    }
+
+    /// A copy of the document.
+    pub fn snapshot(&self) -> Status {
+        let mut s = self.inner.read().unwrap_or_else(|e| e.into_inner()).clone();
+        s.uptime_s = self.started.elapsed().as_secs_f64();
+        s
+    }
+}
+
+/// Per-path byte counters from the previous snapshot, to turn totals into rates.
+#[derive(Default)]
+pub struct RateMemory {
+    last: BTreeMap<u8, (u64, u64)>,
+    at: Option<Instant>,
+}
+
+/// Builds a session's status entry.
+pub fn session_status(s: &Session, peer: String, links: &BTreeMap<u8, String>, mem: &mut RateMemory) -> SessionStatus {
+    let now = Instant::now();
+    let dt = mem.at.map_or(0.0, |t| (now - t).as_secs_f64());
+    mem.at = Some(now);
+    let paths = s
+        .path_ids()
+        .into_iter()
+        .filter_map(|id| s.path_info(id))
+        .map(|p| {
+            let (ls, lr) = mem.last.insert(p.id, (p.stats.bytes_sent, p.stats.bytes_received)).unwrap_or((0, 0));
+            let rate = |now: u64, before: u64| if dt > 0.0 { (now.saturating_sub(before)) as f64 * 8.0 / dt } else { 0.0 };
+            let state = match (p.state, p.status) {
+                (braid_core::PathState::Validating, _) => "probing",
+                (braid_core::PathState::Suspect, _) => "suspect",
+                (braid_core::PathState::Closed, _) => "down",
+                (_, braid_core::wire::PathStatusKind::Standby) => "standby",
+                (_, braid_core::wire::PathStatusKind::Backup) => "backup",
+                _ => "active",
+            };
+            PathStatus {
+                id: p.id,
+                local: p.local.map(|a| a.to_string()),
+                remote: p.remote.to_string(),
+                link: links.get(&p.id).cloned(),
+                state: state.into(),
+                rtt_ms: p.srtt.as_secs_f64() * 1e3,
+                min_rtt_ms: p.min_rtt.as_secs_f64() * 1e3,
+                rttvar_ms: p.rttvar.as_secs_f64() * 1e3,
+                cwnd: p.cwnd,
+                in_flight: p.in_flight,
+                send_bps: rate(p.stats.bytes_sent, ls),
+                recv_bps: rate(p.stats.bytes_received, lr),
+                loss: p.loss_rate,
+                jitter_ms: p.jitter.as_secs_f64() * 1e3,
+                bytes_sent: p.stats.bytes_sent,
+                bytes_received: p.stats.bytes_received,
+                packets_lost: p.stats.packets_lost,
+                blackouts: p.stats.blackouts,
+            }
+        })
+        .collect::<Vec<_>>();
+    mem.last.retain(|id, _| paths.iter().any(|p| p.id == *id));
+    SessionStatus {
+        id: s.id(),
+        peer,
+        established: s.is_established(),
+        scheduler: s.scheduler_name().into(),
+        streams: s.stream_count(),
+        paths,
+        dropped: s.stats().dropped.iter().map(|(r, n)| (r.label().to_string(), *n)).collect(),
+        retransmitted_bytes: s.retransmitted_bytes(),
+    }
+}
+
+/// Prometheus text exposition of the document.
+pub fn prometheus(st: &Status) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "# HELP braid_uptime_seconds Seconds since the daemon started.\n# TYPE braid_uptime_seconds gauge");
+    let _ = writeln!(o, "braid_uptime_seconds{{role=\"{}\"}} {:.3}", st.role, st.uptime_s);
+    let _ = writeln!(o, "# HELP braid_sessions Sessions.\n# TYPE braid_sessions gauge\nbraid_sessions {}", st.sessions.len());
+    let metrics: [(&str, &str, &str, fn(&PathStatus) -> f64); 9] = [
+        ("braid_path_rtt_seconds", "gauge", "Smoothed RTT of a path.", |p| p.rtt_ms / 1e3),
+        ("braid_path_cwnd_bytes", "gauge", "Congestion window of a path.", |p| p.cwnd as f64),
+        ("braid_path_send_bits_per_second", "gauge", "Sending rate of a path.", |p| p.send_bps),
+        ("braid_path_receive_bits_per_second", "gauge", "Receiving rate of a path.", |p| p.recv_bps),
+        ("braid_path_loss_ratio", "gauge", "Smoothed loss of a path.", |p| p.loss),
+        ("braid_path_sent_bytes_total", "counter", "Bytes sent on a path.", |p| p.bytes_sent as f64),
+        ("braid_path_received_bytes_total", "counter", "Bytes received on a path.", |p| p.bytes_received as f64),
+        ("braid_path_lost_packets_total", "counter", "Packets lost on a path.", |p| p.packets_lost as f64),
+        ("braid_path_blackouts_total", "counter", "Times a path went silent.", |p| p.blackouts as f64),
+    ];
+    for (name, kind, help, f) in metrics {
+        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}");
+        for s in &st.sessions {
+            for p in &s.paths {
+                let _ = writeln!(
+                    o,
+                    "{name}{{session=\"{}\",path=\"{}\",link=\"{}\",state=\"{}\"}} {}",
+                    s.id,
+                    p.id,
+                    p.link.as_deref().unwrap_or(&p.remote),
+                    p.state,
+                    f(p)
+                );
+            }
+        }
+    }
+    let _ = writeln!(o, "# HELP braid_streams Open streams.\n# TYPE braid_streams gauge");
+    for s in &st.sessions {
+        let _ = writeln!(o, "braid_streams{{session=\"{}\"}} {}", s.id, s.streams);
+    }
+    let _ = writeln!(o, "# HELP braid_dropped_datagrams_total Received datagrams dropped, by reason.\n# TYPE braid_dropped_datagrams_total counter");
+    for (r, n) in &st.endpoint_dropped {
+        let _ = writeln!(o, "braid_dropped_datagrams_total{{scope=\"endpoint\",reason=\"{r}\"}} {n}");
+    }
+    for s in &st.sessions {
+        for (r, n) in &s.dropped {
+            let _ = writeln!(o, "braid_dropped_datagrams_total{{scope=\"session\",session=\"{}\",reason=\"{r}\"}} {n}", s.id);
+        }
+    }
+    o
+}
+
+const PAGE: &str = include_str!("status_page.html");
+
+/// Serves the status API on `addr` until the task is dropped; returns the bound address.
+pub async fn serve(addr: SocketAddr, board: StatusBoard) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
+    let app = Router::new()
+        .route("/status", get(|State(b): State<StatusBoard>| async move { Json(b.snapshot()) }))
+        .route(
+            "/metrics",
+            get(|State(b): State<StatusBoard>| async move {
+                ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], prometheus(&b.snapshot())).into_response()
+            }),
+        )
+        .route("/", get(|| async { Html(PAGE) }))
+        .with_state(board);
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok((bound, task))
+}

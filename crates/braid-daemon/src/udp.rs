@@ -1,0 +1,151 @@
+//! UDP sockets for paths: bound to an interface (SO_BINDTODEVICE) or a local address, with
+//! batched receive (recvmmsg, GRO) and segmented send (GSO) through quinn-udp, and the
+//! packet-info needed to answer from the address a packet arrived on.
+
+use bytes::BytesMut;
+use quinn_udp::{RecvMeta, Transmit, TransportErrorPayload, UdpSockRef, UdpSocketState};
+use socket2::{Domain, Protocol, Socket, Type};
+use std::io::{self, IoSliceMut};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use tokio::io::Interest;
+use tokio::net::UdpSocket;
+use tokio::sync::mpsc;
+
+/// Datagrams handed to the driver in one batch.
+const RECV_SLOTS: usize = 32;
+/// Socket buffer sizes asked of the kernel.
+const SOCKET_BUFFER: usize = 8 << 20;
+
+/// A datagram as received.
+#[derive(Debug)]
+pub struct Incoming {
+    /// Its bytes.
+    pub data: BytesMut,
+    /// Who sent it.
+    pub from: SocketAddr,
+    /// The local address it arrived on (when the kernel says).
+    pub local: Option<SocketAddr>,
+}
+
+/// One UDP socket and its quinn-udp state.
+#[derive(Clone)]
+pub struct UdpLink {
+    /// The socket.
+    pub socket: Arc<UdpSocket>,
+    state: Arc<UdpSocketState>,
+    /// The bound address.
+    pub local: SocketAddr,
+    /// An ICMP "unreachable" arrived for this socket (the server's host or port is not there).
+    pub unreachable: Arc<AtomicBool>,
+}
+
+impl UdpLink {
+    /// Binds a socket to `addr`, optionally to a network interface.
+    pub fn bind(addr: SocketAddr, device: Option<&str>) -> io::Result<UdpLink> {
+        let domain = if addr.is_ipv4() { Domain::IPV4 } else { Domain::IPV6 };
+        let s = Socket::new(domain, Type::DGRAM, Some(Protocol::UDP))?;
+        if let Some(dev) = device {
+            s.bind_device(Some(dev.as_bytes())).map_err(|e| {
+                io::Error::new(e.kind(), format!("cannot bind to interface {dev}: {e}"))
+            })?;
+        }
+        let _ = s.set_recv_buffer_size(SOCKET_BUFFER);
+        let _ = s.set_send_buffer_size(SOCKET_BUFFER);
+        s.bind(&addr.into())?;
+        s.set_nonblocking(true)?;
+        let std_sock: std::net::UdpSocket = s.into();
+        let socket = UdpSocket::from_std(std_sock)?;
+        let state = UdpSocketState::new(UdpSockRef::from(&socket))?;
+        let _ = state.enable_transport_errors(UdpSockRef::from(&socket));
+        let local = socket.local_addr()?;
+        Ok(UdpLink { socket: Arc::new(socket), state: Arc::new(state), local, unreachable: Arc::new(AtomicBool::new(false)) })
+    }
+
+    /// Most segments one GSO send may carry.
+    pub fn max_segments(&self) -> usize {
+        self.state.max_gso_segments().min(64)
+    }
+
+    /// Drains ICMP errors; remembers "unreachable".
+    fn drain_errors(&self) {
+        while let Ok(Some(e)) = self.state.recv_transport_error(UdpSockRef::from(&*self.socket)) {
+            if matches!(e.payload, TransportErrorPayload::Unreachable) {
+                tracing::debug!(local = %self.local, from = ?e.addr, "ICMP unreachable");
+                self.unreachable.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Sends `contents` (one datagram, or several of `segment` bytes each) to `dest`.
+    pub async fn send(&self, dest: SocketAddr, src: Option<IpAddr>, contents: &[u8], segment: Option<usize>) -> io::Result<()> {
+        let t = Transmit { destination: dest, ecn: None, contents, segment_size: segment, src_ip: src };
+        loop {
+            self.drain_errors();
+            match self.socket.try_io(Interest::WRITABLE, || self.state.send(UdpSockRef::from(&*self.socket), &t)) {
+                Ok(()) => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.socket.writable().await?,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Receives datagrams until the channel closes, handing them over in batches.
+    pub async fn receive_into(self, tx: mpsc::Sender<Vec<Incoming>>) {
+        let gro = self.state.gro_segments().max(1);
+        let slot = 65536.min(1500 * gro).max(2048);
+        let mut bufs = vec![vec![0u8; slot]; RECV_SLOTS];
+        let mut metas = vec![RecvMeta::default(); RECV_SLOTS];
+        loop {
+            if self.socket.readable().await.is_err() {
+                return;
+            }
+            self.drain_errors();
+            let mut iovs: Vec<IoSliceMut<'_>> = bufs.iter_mut().map(|b| IoSliceMut::new(b)).collect();
+            let n = match self.socket.try_io(Interest::READABLE, || {
+                self.state.recv(UdpSockRef::from(&*self.socket), &mut iovs, &mut metas)
+            }) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => {
+                    // ICMP errors surface here as ECONNREFUSED and the like: note and go on.
+                    tracing::debug!(local = %self.local, error = %e, "receive error");
+                    self.drain_errors();
+                    continue;
+                }
+            };
+            drop(iovs);
+            let mut batch = Vec::with_capacity(n);
+            for (meta, buf) in metas.iter().zip(&bufs).take(n) {
+                let stride = meta.stride.max(1);
+                let local = meta.dst_ip.map(|ip| SocketAddr::new(ip, self.local.port()));
+                for chunk in buf[..meta.len].chunks(stride) {
+                    batch.push(Incoming { data: BytesMut::from(chunk), from: meta.addr, local });
+                }
+            }
+            if tx.send(batch).await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// Normalises an IPv4-mapped IPv6 address to IPv4 (dual-stack sockets report v4 peers so).
+pub fn canonical(addr: SocketAddr) -> SocketAddr {
+    match addr {
+        SocketAddr::V6(v6) => match v6.ip().to_ipv4_mapped() {
+            Some(v4) => SocketAddr::new(IpAddr::V4(v4), v6.port()),
+            None => addr,
+        },
+        v4 => v4,
+    }
+}
+
+/// Maps an IPv4 destination to IPv4-mapped IPv6 when sending from a dual-stack IPv6 socket.
+pub fn v6_if_needed(addr: SocketAddr, sock: &UdpSocket) -> SocketAddr {
+    match (addr, sock.local_addr()) {
+        (SocketAddr::V4(v4), Ok(SocketAddr::V6(_))) => SocketAddr::new(IpAddr::V6(v4.ip().to_ipv6_mapped()), v4.port()),
+        _ => addr,
+    }
+}
