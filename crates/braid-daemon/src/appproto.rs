@@ -108,9 +108,13 @@ impl Target {
         let port = u16::from_be_bytes([b[need - 2], b[need - 1]]);
         let t = match ty {
             1 => Target::Addr(SocketAddr::new(IpAddr::from(<[u8; 4]>::try_from(&b[1..5]).expect("4")), port)),
-            4 => Target::Addr(SocketAddr::new(IpAddr::from(<[u8; 16]>::try_from(&b[1..17]).expect("16")), port)),
+            4 => Target::Addr(SocketAddr::new(
+                IpAddr::from(<[u8; 16]>::try_from(&b[1..17]).expect("16")),
+                port,
+            )),
             _ => {
-                let name = std::str::from_utf8(&b[2..need - 2]).map_err(|_| "host name is not UTF-8".to_string())?;
+                let name =
+                    std::str::from_utf8(&b[2..need - 2]).map_err(|_| "host name is not UTF-8".to_string())?;
                 if name.is_empty() {
                     return Err("empty host name".into());
                 }
@@ -220,7 +224,11 @@ mod tests {
 
     #[test]
     fn round_trips_and_rejects() {
-        for t in [Target::parse("10.0.0.1:80").unwrap(), Target::parse("[2001:db8::1]:443").unwrap(), Target::parse("example.com:22").unwrap()] {
+        for t in [
+            Target::parse("10.0.0.1:80").unwrap(),
+            Target::parse("[2001:db8::1]:443").unwrap(),
+            Target::parse("example.com:22").unwrap(),
+        ] {
             let b = encode_connect(&t);
             assert_eq!(decode_connect(&b).unwrap(), Some((t.clone(), b.len())));
             assert_eq!(decode_connect(&b[..b.len() - 1]).unwrap(), None);

@@ -71,7 +71,13 @@ impl StreamEnds {
 
     /// Joins the halves again.
     pub fn from_parts(reader: StreamReader, writer: StreamWriter) -> Self {
-        StreamEnds { id: writer.id, rx: reader.rx, writer, read_budget: reader.read_budget, kick: reader.kick }
+        StreamEnds {
+            id: writer.id,
+            rx: reader.rx,
+            writer,
+            read_budget: reader.read_budget,
+            kick: reader.kick,
+        }
     }
 
     /// Splits into the receiving half and the writer.
@@ -161,6 +167,7 @@ pub fn pair(id: StreamId, tx: mpsc::Sender<AppMsg>, kick: Arc<Notify>) -> (Drive
         finish_pending: false,
         delivered_end: false,
     };
-    let ends = StreamEnds { id, rx, writer: StreamWriter { id, tx, budget: write_budget }, read_budget, kick };
+    let ends =
+        StreamEnds { id, rx, writer: StreamWriter { id, tx, budget: write_budget }, read_budget, kick };
     (driver, ends)
 }

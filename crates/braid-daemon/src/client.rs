@@ -121,7 +121,12 @@ fn unspecified(server: SocketAddr) -> SocketAddr {
 }
 
 /// Which links the configuration asks for, given the interfaces present now.
-async fn resolve_links(settings: &ClientSettings, main: SocketAddr, ifs: &BTreeMap<String, Interface>, strict: bool) -> Result<Vec<ActiveLink>, Failure> {
+async fn resolve_links(
+    settings: &ClientSettings,
+    main: SocketAddr,
+    ifs: &BTreeMap<String, Interface>,
+    strict: bool,
+) -> Result<Vec<ActiveLink>, Failure> {
     let mut out = Vec::new();
     for l in &settings.links {
         let server = match &l.server {
@@ -131,7 +136,9 @@ async fn resolve_links(settings: &ClientSettings, main: SocketAddr, ifs: &BTreeM
         match &l.kind {
             LinkKind::Address(ip) => {
                 let link = UdpLink::bind(SocketAddr::new(*ip, 0), None).map_err(|e| {
-                    Failure::Interface(format!("link {ip}: cannot bind to this address ({e}); is it an address of this machine?"))
+                    Failure::Interface(format!(
+                        "link {ip}: cannot bind to this address ({e}); is it an address of this machine?"
+                    ))
                 })?;
                 out.push(ActiveLink { label: ip.to_string(), link, server, backup: l.backup });
             }
@@ -163,7 +170,9 @@ async fn resolve_links(settings: &ClientSettings, main: SocketAddr, ifs: &BTreeM
                         continue;
                     }
                     match UdpLink::bind(unspecified(server), Some(&i.name)) {
-                        Ok(link) => out.push(ActiveLink { label: i.name.clone(), link, server, backup: l.backup }),
+                        Ok(link) => {
+                            out.push(ActiveLink { label: i.name.clone(), link, server, backup: l.backup })
+                        }
                         Err(e) => tracing::warn!(interface = %i.name, error = %e, "cannot use interface"),
                     }
                 }
@@ -188,7 +197,9 @@ pub async fn start_client(settings: ClientSettings) -> Result<ClientHandle, Fail
     };
     let links = resolve_links(&settings, main, &ifs, true).await?;
     if links.is_empty() {
-        return Err(Failure::Interface("no usable link: no configured interface is up with an address".into()));
+        return Err(Failure::Interface(
+            "no usable link: no configured interface is up with an address".into(),
+        ));
     }
     let board = StatusBoard::new("client");
     let mut tasks = Vec::new();
@@ -196,28 +207,37 @@ pub async fn start_client(settings: ClientSettings) -> Result<ClientHandle, Fail
     let udp = UdpRegistry::default();
     let socks_addr = match settings.socks {
         Some(a) => {
-            let l = TcpListener::bind(a).await.map_err(|e| Failure::Config(format!("cannot listen for SOCKS5 on {a}: {e}")))?;
+            let l = TcpListener::bind(a)
+                .await
+                .map_err(|e| Failure::Config(format!("cannot listen for SOCKS5 on {a}: {e}")))?;
             if !a.ip().is_loopback() && settings.socks_auth.is_none() {
                 tracing::warn!(%a, "SOCKS5 listens beyond loopback without a password");
             }
             let bound = l.local_addr()?;
-            tasks.push(tokio::spawn(serve_socks(l, app_tx.clone(), settings.socks_auth.clone(), udp.clone())));
+            tasks.push(tokio::spawn(serve_socks(
+                l,
+                app_tx.clone(),
+                settings.socks_auth.clone(),
+                udp.clone(),
+            )));
             Some(bound)
         }
         None => None,
     };
     let mut forward_addrs = Vec::new();
     for f in &settings.forwards {
-        let l = TcpListener::bind(f.listen)
-            .await
-            .map_err(|e| Failure::Config(format!("cannot listen for forward {} on {}: {e}", f.target, f.listen)))?;
+        let l = TcpListener::bind(f.listen).await.map_err(|e| {
+            Failure::Config(format!("cannot listen for forward {} on {}: {e}", f.target, f.listen))
+        })?;
         forward_addrs.push(l.local_addr()?);
         let target = Target::parse(&f.target).map_err(Failure::Config)?;
         tasks.push(tokio::spawn(serve_forward(l, target, app_tx.clone())));
     }
     let status_addr = match settings.status {
         Some(a) => {
-            let (bound, t) = status::serve(a, board.clone()).await.map_err(|e| Failure::Config(format!("cannot serve status on {a}: {e}")))?;
+            let (bound, t) = status::serve(a, board.clone())
+                .await
+                .map_err(|e| Failure::Config(format!("cannot serve status on {a}: {e}")))?;
             tasks.push(t);
             Some(bound)
         }
@@ -227,19 +247,47 @@ pub async fn start_client(settings: ClientSettings) -> Result<ClientHandle, Fail
     let (links_tx, links_rx) = mpsc::channel(64);
     if needs_netlink {
         match netlink::watch() {
-            Ok(changes) => tasks.push(tokio::spawn(follow_interfaces(settings.clone(), main, shared.clone(), links_tx, changes))),
+            Ok(changes) => tasks.push(tokio::spawn(follow_interfaces(
+                settings.clone(),
+                main,
+                shared.clone(),
+                links_tx,
+                changes,
+            ))),
             Err(e) => tracing::warn!(error = %e, "cannot watch interfaces; links will not follow changes"),
         }
     }
     let connected = Arc::new(AtomicBool::new(false));
-    let sup = Supervisor { settings, shared, board: board.clone(), udp, connected: connected.clone(), app_tx: app_tx.clone() };
+    let sup = Supervisor {
+        settings,
+        shared,
+        board: board.clone(),
+        udp,
+        connected: connected.clone(),
+        app_tx: app_tx.clone(),
+    };
     let supervisor = tokio::spawn(sup.run(app_rx, links_rx));
-    Ok(ClientHandle { board, socks_addr, forward_addrs, status_addr, app: app_tx, connected, supervisor: Some(supervisor), tasks })
+    Ok(ClientHandle {
+        board,
+        socks_addr,
+        forward_addrs,
+        status_addr,
+        app: app_tx,
+        connected,
+        supervisor: Some(supervisor),
+        tasks,
+    })
 }
 
 /// Keeps the link set in step with the interfaces: paths are added and removed as interfaces
 /// and addresses come and go.
-async fn follow_interfaces(settings: ClientSettings, main: SocketAddr, shared: Arc<Mutex<Vec<ActiveLink>>>, tx: mpsc::Sender<LinkMsg>, mut changes: mpsc::Receiver<()>) {
+async fn follow_interfaces(
+    settings: ClientSettings,
+    main: SocketAddr,
+    shared: Arc<Mutex<Vec<ActiveLink>>>,
+    tx: mpsc::Sender<LinkMsg>,
+    mut changes: mpsc::Receiver<()>,
+) {
     while changes.recv().await.is_some() {
         let Ok(ifs) = netlink::interfaces().await else { continue };
         let wanted = match resolve_links(&settings, main, &ifs, false).await {
@@ -253,7 +301,8 @@ async fn follow_interfaces(settings: ClientSettings, main: SocketAddr, shared: A
         {
             let mut cur = shared.lock().unwrap_or_else(|e| e.into_inner());
             cur.retain(|c| {
-                let keep = wanted.iter().any(|w| w.label == c.label) || !c.label.chars().any(|ch| ch.is_ascii_alphabetic());
+                let keep = wanted.iter().any(|w| w.label == c.label)
+                    || !c.label.chars().any(|ch| ch.is_ascii_alphabetic());
                 if !keep {
                     tracing::info!(link = %c.label, "link gone");
                     msgs.push(LinkMsg::Remove { local: c.link.local });
@@ -263,7 +312,11 @@ async fn follow_interfaces(settings: ClientSettings, main: SocketAddr, shared: A
             for w in wanted {
                 if !cur.iter().any(|c| c.label == w.label) {
                     tracing::info!(link = %w.label, "link appeared");
-                    msgs.push(LinkMsg::Add { link: w.link.clone(), server: w.server, label: w.label.clone() });
+                    msgs.push(LinkMsg::Add {
+                        link: w.link.clone(),
+                        server: w.server,
+                        label: w.label.clone(),
+                    });
                     cur.push(w);
                 }
             }
@@ -323,7 +376,11 @@ fn random_u64() -> u64 {
 }
 
 impl Supervisor {
-    async fn run(self, mut app_rx: mpsc::Receiver<AppMsg>, mut links_rx: mpsc::Receiver<LinkMsg>) -> Result<(), Failure> {
+    async fn run(
+        self,
+        mut app_rx: mpsc::Receiver<AppMsg>,
+        mut links_rx: mpsc::Receiver<LinkMsg>,
+    ) -> Result<(), Failure> {
         let ever = Arc::new(AtomicBool::new(false));
         let mut backoff = Duration::from_secs(1);
         let mut first_link = 0usize;
@@ -336,14 +393,20 @@ impl Supervisor {
                 continue;
             }
             let start = first_link % links.len();
-            let cfg = ClientConfig { secret: self.settings.secret.clone(), server_key: self.settings.server_key, session: self.settings.session.clone() };
+            let cfg = ClientConfig {
+                secret: self.settings.secret.clone(),
+                server_key: self.settings.server_key,
+                session: self.settings.session.clone(),
+            };
             let epoch = Instant::now();
             let stamp = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
             let l0 = &links[start];
-            let mut session = Session::connect(&cfg, Timestamp::ZERO, Some(l0.link.local), l0.server, random_u64(), stamp);
+            let mut session =
+                Session::connect(&cfg, Timestamp::ZERO, Some(l0.link.local), l0.server, random_u64(), stamp);
             self.board.set_note(Some(format!("connecting to {} over {}", self.settings.server, l0.label)));
             let (inbox_tx, inbox) = mpsc::channel(1024);
-            let role = ClientRole { udp: self.udp.clone(), connected: self.connected.clone(), ever: ever.clone() };
+            let role =
+                ClientRole { udp: self.udp.clone(), connected: self.connected.clone(), ever: ever.clone() };
             let mut bound = vec![(0u8, l0.clone())];
             for (i, l) in links.iter().enumerate() {
                 if i == start {
@@ -356,8 +419,21 @@ impl Supervisor {
                     bound.push((id, l.clone()));
                 }
             }
-            let wiring = Wiring { inbox, inbox_tx: inbox_tx.clone(), app_rx, app_tx: self.app_tx.clone(), links_rx: Some(links_rx) };
-            let mut driver = Driver::new(session, role, epoch, wiring, Some(self.board.clone()), self.settings.server.clone());
+            let wiring = Wiring {
+                inbox,
+                inbox_tx: inbox_tx.clone(),
+                app_rx,
+                app_tx: self.app_tx.clone(),
+                links_rx: Some(links_rx),
+            };
+            let mut driver = Driver::new(
+                session,
+                role,
+                epoch,
+                wiring,
+                Some(self.board.clone()),
+                self.settings.server.clone(),
+            );
             let mut receivers = Vec::new();
             for (id, l) in &bound {
                 driver.bind_path(*id, l.link.clone(), l.label.clone());

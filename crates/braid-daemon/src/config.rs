@@ -238,7 +238,8 @@ impl FromStr for Forward {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         let (l, t) = s.split_once('=').ok_or_else(|| format!("forward '{s}' must be LISTEN=HOST:PORT"))?;
-        let listen = l.parse().map_err(|_| format!("forward '{s}': '{l}' is not an address:port to listen on"))?;
+        let listen =
+            l.parse().map_err(|_| format!("forward '{s}': '{l}' is not an address:port to listen on"))?;
         crate::appproto::split_host_port(t).map_err(|e| format!("forward '{s}': {e}"))?;
         Ok(Forward { listen, target: t.to_string() })
     }
@@ -354,7 +355,9 @@ pub fn describe_toml_error(path: &Path, text: &str, e: &toml::de::Error) -> Stri
             let line = text.lines().nth(line_no - 1).unwrap_or("");
             let key = line.split('=').next().map(str::trim).filter(|k| !k.is_empty() && !k.starts_with('['));
             match key {
-                Some(k) if line.contains('=') => format!("config file {}:{line_no}: {k}: {message}", path.display()),
+                Some(k) if line.contains('=') => {
+                    format!("config file {}:{line_no}: {k}: {message}", path.display())
+                }
                 _ => format!("config file {}:{line_no}: {message}", path.display()),
             }
         }
@@ -363,7 +366,8 @@ pub fn describe_toml_error(path: &Path, text: &str, e: &toml::de::Error) -> Stri
 }
 
 fn secret_from(path: Option<PathBuf>, what: &str) -> Result<StaticSecret, Failure> {
-    let path = path.ok_or_else(|| Failure::Config(format!("no {what} key: give --key FILE or key = \"FILE\"")))?;
+    let path =
+        path.ok_or_else(|| Failure::Config(format!("no {what} key: give --key FILE or key = \"FILE\"")))?;
     keyfile::read_secret(&path, |w| tracing::warn!("{w}"))
 }
 
@@ -376,10 +380,9 @@ impl ServerSettings {
         if let Some(k) = flags.scheduler {
             session.scheduler = k;
         }
-        let listen = flags
-            .listen
-            .or(f.listen.map(|p| p.0))
-            .ok_or_else(|| Failure::Config("no listen address: give --listen ADDR:PORT or listen = \"...\"".into()))?;
+        let listen = flags.listen.or(f.listen.map(|p| p.0)).ok_or_else(|| {
+            Failure::Config("no listen address: give --listen ADDR:PORT or listen = \"...\"".into())
+        })?;
         let secret = secret_from(flags.key.or(f.key), "server")?;
         let default_streams = session.max_streams;
         let mut clients: Vec<ClientPolicy> = f
@@ -395,16 +398,29 @@ impl ServerSettings {
             .collect();
         for (i, k) in flags.clients.iter().enumerate() {
             let key = k.parse().map_err(|e| Failure::Config(format!("--client '{k}': {e}")))?;
-            clients.push(ClientPolicy { name: format!("flag-client-{i}"), key, max_streams: default_streams, max_udp: 64 });
+            clients.push(ClientPolicy {
+                name: format!("flag-client-{i}"),
+                key,
+                max_streams: default_streams,
+                max_udp: 64,
+            });
         }
         if clients.is_empty() {
             return Err(Failure::Config(
                 "no clients admitted: add [[client]] key = \"...\" entries or --client PUBKEY".into(),
             ));
         }
-        let egress = EgressPolicy::new(f.egress.allow_private || flags.allow_private, &f.egress.allow, &f.egress.deny)
-            .map_err(|e| Failure::Config(format!("egress: {e}")))?;
-        Ok(ServerSettings { listen, secret, clients, egress, status: flags.status.or(f.status.map(|p| p.0)), session })
+        let egress =
+            EgressPolicy::new(f.egress.allow_private || flags.allow_private, &f.egress.allow, &f.egress.deny)
+                .map_err(|e| Failure::Config(format!("egress: {e}")))?;
+        Ok(ServerSettings {
+            listen,
+            secret,
+            clients,
+            egress,
+            status: flags.status.or(f.status.map(|p| p.0)),
+            session,
+        })
     }
 }
 
@@ -417,16 +433,20 @@ impl ClientSettings {
         if let Some(k) = flags.scheduler {
             session.scheduler = k;
         }
-        let server = flags
-            .server
-            .or(f.server)
-            .ok_or_else(|| Failure::Config("no server: give --server HOST:PORT or server = \"...\"".into()))?;
-        crate::appproto::split_host_port(&server).map_err(|e| Failure::Config(format!("server '{server}': {e}")))?;
+        let server = flags.server.or(f.server).ok_or_else(|| {
+            Failure::Config("no server: give --server HOST:PORT or server = \"...\"".into())
+        })?;
+        crate::appproto::split_host_port(&server)
+            .map_err(|e| Failure::Config(format!("server '{server}': {e}")))?;
         let server_key = match flags.server_key {
             Some(k) => k.parse().map_err(|e| Failure::Config(format!("--server-key: {e}")))?,
             None => {
                 f.server_key
-                    .ok_or_else(|| Failure::Config("no server key: give --server-key PUBKEY or server_key = \"...\"".into()))?
+                    .ok_or_else(|| {
+                        Failure::Config(
+                            "no server key: give --server-key PUBKEY or server_key = \"...\"".into(),
+                        )
+                    })?
                     .0
             }
         };

@@ -82,7 +82,14 @@ pub struct Wiring {
 
 impl<R: Role> Driver<R> {
     /// A driver for `session`.
-    pub fn new(session: Session, role: R, epoch: Instant, wiring: Wiring, board: Option<StatusBoard>, peer_label: String) -> Self {
+    pub fn new(
+        session: Session,
+        role: R,
+        epoch: Instant,
+        wiring: Wiring,
+        board: Option<StatusBoard>,
+        peer_label: String,
+    ) -> Self {
         Driver {
             session,
             role,
@@ -181,7 +188,9 @@ impl<R: Role> Driver<R> {
                 status_at = Instant::now();
                 self.publish();
             }
-            if let Some(reason) = closed.or_else(|| self.session.close_reason().filter(|_| self.session.is_closed()).cloned()) {
+            if let Some(reason) =
+                closed.or_else(|| self.session.close_reason().filter(|_| self.session.is_closed()).cloned())
+            {
                 self.publish();
                 self.end_streams();
                 return (reason, self.app_rx, self.links_rx);
@@ -263,16 +272,19 @@ impl<R: Role> Driver<R> {
     fn on_link(&mut self, now: Timestamp, m: LinkMsg) {
         match m {
             LinkMsg::Add { link, .. } if self.sockets.values().any(|l| l.local == link.local) => {}
-            LinkMsg::Add { link, server, label } => match self.session.add_path(now, Some(link.local), server) {
-                Ok(id) => {
-                    tracing::info!(path = id, link = %label, local = %link.local, "path added");
-                    tokio::spawn(link.clone().receive_into(self.inbox_tx.clone()));
-                    self.bind_path(id, link, label);
+            LinkMsg::Add { link, server, label } => {
+                match self.session.add_path(now, Some(link.local), server) {
+                    Ok(id) => {
+                        tracing::info!(path = id, link = %label, local = %link.local, "path added");
+                        tokio::spawn(link.clone().receive_into(self.inbox_tx.clone()));
+                        self.bind_path(id, link, label);
+                    }
+                    Err(e) => tracing::warn!(link = %label, error = %e, "cannot add path"),
                 }
-                Err(e) => tracing::warn!(link = %label, error = %e, "cannot add path"),
-            },
+            }
             LinkMsg::Remove { local } => {
-                let ids: Vec<PathId> = self.sockets.iter().filter(|(_, l)| l.local == local).map(|(id, _)| *id).collect();
+                let ids: Vec<PathId> =
+                    self.sockets.iter().filter(|(_, l)| l.local == local).map(|(id, _)| *id).collect();
                 for id in ids {
                     tracing::info!(path = id, %local, "path removed");
                     let _ = self.session.remove_path(now, id);
@@ -321,7 +333,9 @@ impl<R: Role> Driver<R> {
                     self.role.on_datagram(d);
                 }
             }
-            Event::Path(id, ev) => tracing::info!(path = id, event = ?ev, link = ?self.labels.get(id), "path"),
+            Event::Path(id, ev) => {
+                tracing::info!(path = id, event = ?ev, link = ?self.labels.get(id), "path")
+            }
             Event::Closed(r) => tracing::info!(session = self.session.id(), reason = %r, "session closed"),
         }
     }
@@ -401,7 +415,8 @@ impl<R: Role> Driver<R> {
     }
 
     fn pump_all(&mut self) {
-        let ids: Vec<StreamId> = self.streams.iter().filter(|(_, s)| !s.delivered_end).map(|(id, _)| *id).collect();
+        let ids: Vec<StreamId> =
+            self.streams.iter().filter(|(_, s)| !s.delivered_end).map(|(id, _)| *id).collect();
         for id in ids {
             self.pump(id);
         }
@@ -417,15 +432,16 @@ impl<R: Role> Driver<R> {
         let mut sent = 0usize;
         while sent < SEND_BUDGET {
             let Some(t) = self.session.poll_transmit(now, scratch) else {
-                self.send_batch(&mut batch, key, segment, count).await;
+                send_on(key.and_then(|(p, ..)| self.route(p)), &mut batch, key, segment, count).await;
                 return false;
             };
             sent += 1;
             let k = (t.path, t.destination, t.source);
             let max = self.socket_for(t.path).map_or(1, |s| s.max_segments());
-            let fits = key == Some(k) && t.size <= segment && count < max && batch.len() + t.size <= MAX_BATCH;
+            let fits =
+                key == Some(k) && t.size <= segment && count < max && batch.len() + t.size <= MAX_BATCH;
             if !fits {
-                self.send_batch(&mut batch, key, segment, count).await;
+                send_on(key.and_then(|(p, ..)| self.route(p)), &mut batch, key, segment, count).await;
                 key = Some(k);
                 segment = t.size;
                 count = 0;
@@ -434,12 +450,12 @@ impl<R: Role> Driver<R> {
             count += 1;
             if t.size < segment {
                 // A short segment ends a GSO batch.
-                self.send_batch(&mut batch, key, segment, count).await;
+                send_on(key.and_then(|(p, ..)| self.route(p)), &mut batch, key, segment, count).await;
                 key = None;
                 count = 0;
             }
         }
-        self.send_batch(&mut batch, key, segment, count).await;
+        send_on(key.and_then(|(p, ..)| self.route(p)), &mut batch, key, segment, count).await;
         true
     }
 
@@ -447,28 +463,22 @@ impl<R: Role> Driver<R> {
         self.sockets.get(&path).or(self.default_socket.as_ref())
     }
 
-    async fn send_batch(&self, batch: &mut Vec<u8>, key: Option<(PathId, SocketAddr, Option<SocketAddr>)>, segment: usize, count: usize) {
-        let Some((path, dest, source)) = key else {
-            batch.clear();
-            return;
-        };
-        if batch.is_empty() {
-            return;
+    /// The socket of a path and whether the driver picks the source address (server).
+    fn route(&self, path: PathId) -> Option<(UdpLink, bool)> {
+        match self.sockets.get(&path) {
+            Some(s) => Some((s.clone(), false)),
+            None => self.default_socket.clone().map(|s| (s, true)),
         }
-        if let Some(sock) = self.socket_for(path) {
-            let seg = (count > 1).then_some(segment);
-            // Only the server picks a source address; a client socket is bound already.
-            let src = if self.sockets.contains_key(&path) { None } else { source.map(|s| s.ip()) };
-            if let Err(e) = sock.send(dest, src, batch, seg).await {
-                tracing::debug!(path, %dest, error = %e, "send failed");
-            }
-        }
-        batch.clear();
     }
 
     fn publish(&mut self) {
         if let Some(b) = &self.board {
-            b.put_session(session_status(&self.session, self.peer_label.clone(), &self.labels, &mut self.rates));
+            b.put_session(session_status(
+                &self.session,
+                self.peer_label.clone(),
+                &self.labels,
+                &mut self.rates,
+            ));
         }
     }
 
@@ -487,4 +497,25 @@ impl<R: Role> Driver<R> {
             b.remove_session(self.session.id());
         }
     }
+}
+
+/// Sends a batch on a socket (free of the driver, so that no borrow of the session is held
+/// across the await).
+async fn send_on(
+    route: Option<(UdpLink, bool)>,
+    batch: &mut Vec<u8>,
+    key: Option<(PathId, SocketAddr, Option<SocketAddr>)>,
+    segment: usize,
+    count: usize,
+) {
+    if let (Some((sock, choose_source)), Some((path, dest, source))) = (route, key) {
+        if !batch.is_empty() {
+            let seg = (count > 1).then_some(segment);
+            let src = if choose_source { source.map(|s| s.ip()) } else { None };
+            if let Err(e) = sock.send(dest, src, batch, seg).await {
+                tracing::debug!(path, %dest, error = %e, "send failed");
+            }
+        }
+    }
+    batch.clear();
 }

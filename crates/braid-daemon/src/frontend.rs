@@ -95,7 +95,12 @@ fn to_target(t: &TargetAddr) -> Target {
 }
 
 /// Serves SOCKS5 on `listener` until the task is dropped.
-pub async fn serve_socks(listener: TcpListener, app: mpsc::Sender<AppMsg>, auth: Option<(String, String)>, udp: UdpRegistry) {
+pub async fn serve_socks(
+    listener: TcpListener,
+    app: mpsc::Sender<AppMsg>,
+    auth: Option<(String, String)>,
+    udp: UdpRegistry,
+) {
     loop {
         let Ok((conn, peer)) = listener.accept().await else { continue };
         let (app, auth, udp) = (app.clone(), auth.clone(), udp.clone());
@@ -107,11 +112,18 @@ pub async fn serve_socks(listener: TcpListener, app: mpsc::Sender<AppMsg>, auth:
     }
 }
 
-async fn socks_connection(conn: TcpStream, app: mpsc::Sender<AppMsg>, auth: Option<(String, String)>, udp: UdpRegistry) -> Result<(), SocksServerError> {
+async fn socks_connection(
+    conn: TcpStream,
+    app: mpsc::Sender<AppMsg>,
+    auth: Option<(String, String)>,
+    udp: UdpRegistry,
+) -> Result<(), SocksServerError> {
     let local_ip = conn.local_addr().map(|a| a.ip()).ok();
     let proto = match &auth {
         None => Socks5ServerProtocol::accept_no_auth(conn).await?,
-        Some((u, p)) => Socks5ServerProtocol::accept_password_auth(conn, |user, pass| user == *u && pass == *p).await?.0,
+        Some((u, p)) => {
+            Socks5ServerProtocol::accept_password_auth(conn, |user, pass| user == *u && pass == *p).await?.0
+        }
     };
     let (proto, cmd, target) = proto.read_command().await?;
     match cmd {
@@ -125,7 +137,10 @@ async fn socks_connection(conn: TcpStream, app: mpsc::Sender<AppMsg>, auth: Opti
         },
         Socks5Command::UDPAssociate => {
             let ip = local_ip.unwrap_or_else(|| "127.0.0.1".parse().expect("literal"));
-            run_udp_proxy_custom(proto, &target, Some(ip), ip, move |sock| udp_association(sock.into(), app, udp)).await?;
+            run_udp_proxy_custom(proto, &target, Some(ip), ip, move |sock| {
+                udp_association(sock.into(), app, udp)
+            })
+            .await?;
         }
         Socks5Command::TCPBind => proto.reply_error(&ReplyError::CommandNotSupported).await?,
     }
@@ -134,8 +149,13 @@ async fn socks_connection(conn: TcpStream, app: mpsc::Sender<AppMsg>, auth: Opti
 
 /// Relays one SOCKS5 UDP association: the application's datagrams go to the server as braid
 /// datagrams; the answers come back with a SOCKS5 UDP header naming their source.
-async fn udp_association(sock: std::net::UdpSocket, app: mpsc::Sender<AppMsg>, registry: UdpRegistry) -> Result<(), SocksServerError> {
-    let sock = UdpSocket::from_std(sock).map_err(|e| SocksServerError::Io { source: e, context: "udp socket" })?;
+async fn udp_association(
+    sock: std::net::UdpSocket,
+    app: mpsc::Sender<AppMsg>,
+    registry: UdpRegistry,
+) -> Result<(), SocksServerError> {
+    let sock =
+        UdpSocket::from_std(sock).map_err(|e| SocksServerError::Io { source: e, context: "udp socket" })?;
     let (tx, mut rx) = mpsc::channel::<(Target, Bytes)>(256);
     let id = registry.add(tx);
     let mut peer: Option<SocketAddr> = None;
@@ -180,7 +200,9 @@ pub async fn serve_forward(listener: TcpListener, target: Target, app: mpsc::Sen
                     let (reader, writer) = ends.split();
                     splice(conn, rest, reader, writer).await;
                 }
-                Err(status) => tracing::info!(%peer, %target, ?status, "forward: the server could not connect"),
+                Err(status) => {
+                    tracing::info!(%peer, %target, ?status, "forward: the server could not connect")
+                }
             }
         });
     }

@@ -73,8 +73,11 @@ pub async fn interfaces() -> io::Result<BTreeMap<String, Interface>> {
 /// Notifies (coalesced, at most every 200 ms) when links or addresses change. The task ends
 /// when the receiver is dropped.
 pub fn watch() -> io::Result<mpsc::Receiver<()>> {
-    let (conn, _handle, mut messages) =
-        new_multicast_connection(&[MulticastGroup::Link, MulticastGroup::Ipv4Ifaddr, MulticastGroup::Ipv6Ifaddr])?;
+    let (conn, _handle, mut messages) = new_multicast_connection(&[
+        MulticastGroup::Link,
+        MulticastGroup::Ipv4Ifaddr,
+        MulticastGroup::Ipv6Ifaddr,
+    ])?;
     let (tx, rx) = mpsc::channel(1);
     tokio::spawn(async move {
         let conn = tokio::spawn(conn);

@@ -87,7 +87,12 @@ struct Live {
     app: mpsc::Sender<crate::bridge::AppMsg>,
 }
 
-async fn endpoint_loop(link: UdpLink, mut endpoint: Endpoint, settings: Arc<ServerSettings>, board: StatusBoard) {
+async fn endpoint_loop(
+    link: UdpLink,
+    mut endpoint: Endpoint,
+    settings: Arc<ServerSettings>,
+    board: StatusBoard,
+) {
     let epoch = Instant::now();
     let (rx_tx, mut rx) = mpsc::channel(1024);
     let receiver = tokio::spawn(link.clone().receive_into(rx_tx));

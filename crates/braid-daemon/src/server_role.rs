@@ -44,7 +44,8 @@ impl Role for ServerRole {
     fn on_stream_opened(&mut self, ends: StreamEnds) {
         let n = self.open_streams.fetch_add(1, Ordering::SeqCst) + 1;
         let over = n as u64 > self.client.max_streams;
-        let (policy, counter, client) = (self.policy.clone(), self.open_streams.clone(), self.client.name.clone());
+        let (policy, counter, client) =
+            (self.policy.clone(), self.open_streams.clone(), self.client.name.clone());
         tokio::spawn(async move {
             egress_stream(ends, policy, over, &client).await;
             counter.fetch_sub(1, Ordering::SeqCst);
@@ -177,7 +178,12 @@ async fn egress_stream(ends: StreamEnds, policy: Arc<EgressPolicy>, over_limit: 
 }
 
 /// One UDP association at the server: datagrams to their destinations, answers back.
-async fn udp_association(assoc: u32, mut rx: mpsc::Receiver<(Target, Bytes)>, policy: Arc<EgressPolicy>, app: mpsc::Sender<AppMsg>) {
+async fn udp_association(
+    assoc: u32,
+    mut rx: mpsc::Receiver<(Target, Bytes)>,
+    policy: Arc<EgressPolicy>,
+    app: mpsc::Sender<AppMsg>,
+) {
     let Ok(sock) = UdpSocket::bind("[::]:0").await.or(UdpSocket::bind("0.0.0.0:0").await) else { return };
     let mut buf = vec![0u8; 65536];
     loop {

@@ -49,6 +49,8 @@ pub struct PathStatus {
     pub bytes_sent: u64,
     /// Bytes received.
     pub bytes_received: u64,
+    /// New stream bytes received on this path (its share of the goodput).
+    pub stream_bytes_received: u64,
     /// Packets declared lost.
     pub packets_lost: u64,
     /// Times the path went silent.
@@ -103,7 +105,8 @@ pub struct StatusBoard {
 impl StatusBoard {
     /// A board for `role`.
     pub fn new(role: &str) -> Self {
-        let status = Status { role: role.into(), version: env!("CARGO_PKG_VERSION").into(), ..Default::default() };
+        let status =
+            Status { role: role.into(), version: env!("CARGO_PKG_VERSION").into(), ..Default::default() };
         StatusBoard { inner: Arc::new(RwLock::new(status)), started: Instant::now() }
     }
 
@@ -148,7 +151,12 @@ pub struct RateMemory {
 }
 
 /// Builds a session's status entry.
-pub fn session_status(s: &Session, peer: String, links: &BTreeMap<u8, String>, mem: &mut RateMemory) -> SessionStatus {
+pub fn session_status(
+    s: &Session,
+    peer: String,
+    links: &BTreeMap<u8, String>,
+    mem: &mut RateMemory,
+) -> SessionStatus {
     let now = Instant::now();
     let dt = mem.at.map_or(0.0, |t| (now - t).as_secs_f64());
     mem.at = Some(now);
@@ -157,8 +165,15 @@ pub fn session_status(s: &Session, peer: String, links: &BTreeMap<u8, String>, m
         .into_iter()
         .filter_map(|id| s.path_info(id))
         .map(|p| {
-            let (ls, lr) = mem.last.insert(p.id, (p.stats.bytes_sent, p.stats.bytes_received)).unwrap_or((0, 0));
-            let rate = |now: u64, before: u64| if dt > 0.0 { (now.saturating_sub(before)) as f64 * 8.0 / dt } else { 0.0 };
+            let (ls, lr) =
+                mem.last.insert(p.id, (p.stats.bytes_sent, p.stats.bytes_received)).unwrap_or((0, 0));
+            let rate = |now: u64, before: u64| {
+                if dt > 0.0 {
+                    (now.saturating_sub(before)) as f64 * 8.0 / dt
+                } else {
+                    0.0
+                }
+            };
             let state = match (p.state, p.status) {
                 (braid_core::PathState::Validating, _) => "probing",
                 (braid_core::PathState::Suspect, _) => "suspect",
@@ -184,6 +199,7 @@ pub fn session_status(s: &Session, peer: String, links: &BTreeMap<u8, String>, m
                 jitter_ms: p.jitter.as_secs_f64() * 1e3,
                 bytes_sent: p.stats.bytes_sent,
                 bytes_received: p.stats.bytes_received,
+                stream_bytes_received: p.stats.stream_bytes_received,
                 packets_lost: p.stats.packets_lost,
                 blackouts: p.stats.blackouts,
             }
@@ -205,9 +221,16 @@ pub fn session_status(s: &Session, peer: String, links: &BTreeMap<u8, String>, m
 /// Prometheus text exposition of the document.
 pub fn prometheus(st: &Status) -> String {
     let mut o = String::new();
-    let _ = writeln!(o, "# HELP braid_uptime_seconds Seconds since the daemon started.\n# TYPE braid_uptime_seconds gauge");
+    let _ = writeln!(
+        o,
+        "# HELP braid_uptime_seconds Seconds since the daemon started.\n# TYPE braid_uptime_seconds gauge"
+    );
     let _ = writeln!(o, "braid_uptime_seconds{{role=\"{}\"}} {:.3}", st.role, st.uptime_s);
-    let _ = writeln!(o, "# HELP braid_sessions Sessions.\n# TYPE braid_sessions gauge\nbraid_sessions {}", st.sessions.len());
+    let _ = writeln!(
+        o,
+        "# HELP braid_sessions Sessions.\n# TYPE braid_sessions gauge\nbraid_sessions {}",
+        st.sessions.len()
+    );
     let metrics: [(&str, &str, &str, fn(&PathStatus) -> f64); 9] = [
         ("braid_path_rtt_seconds", "gauge", "Smoothed RTT of a path.", |p| p.rtt_ms / 1e3),
         ("braid_path_cwnd_bytes", "gauge", "Congestion window of a path.", |p| p.cwnd as f64),
@@ -215,7 +238,9 @@ pub fn prometheus(st: &Status) -> String {
         ("braid_path_receive_bits_per_second", "gauge", "Receiving rate of a path.", |p| p.recv_bps),
         ("braid_path_loss_ratio", "gauge", "Smoothed loss of a path.", |p| p.loss),
         ("braid_path_sent_bytes_total", "counter", "Bytes sent on a path.", |p| p.bytes_sent as f64),
-        ("braid_path_received_bytes_total", "counter", "Bytes received on a path.", |p| p.bytes_received as f64),
+        ("braid_path_received_bytes_total", "counter", "Bytes received on a path.", |p| {
+            p.bytes_received as f64
+        }),
         ("braid_path_lost_packets_total", "counter", "Packets lost on a path.", |p| p.packets_lost as f64),
         ("braid_path_blackouts_total", "counter", "Times a path went silent.", |p| p.blackouts as f64),
     ];
@@ -245,7 +270,11 @@ pub fn prometheus(st: &Status) -> String {
     }
     for s in &st.sessions {
         for (r, n) in &s.dropped {
-            let _ = writeln!(o, "braid_dropped_datagrams_total{{scope=\"session\",session=\"{}\",reason=\"{r}\"}} {n}", s.id);
+            let _ = writeln!(
+                o,
+                "braid_dropped_datagrams_total{{scope=\"session\",session=\"{}\",reason=\"{r}\"}} {n}",
+                s.id
+            );
         }
     }
     o
@@ -254,13 +283,17 @@ pub fn prometheus(st: &Status) -> String {
 const PAGE: &str = include_str!("status_page.html");
 
 /// Serves the status API on `addr` until the task is dropped; returns the bound address.
-pub async fn serve(addr: SocketAddr, board: StatusBoard) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
+pub async fn serve(
+    addr: SocketAddr,
+    board: StatusBoard,
+) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
     let app = Router::new()
         .route("/status", get(|State(b): State<StatusBoard>| async move { Json(b.snapshot()) }))
         .route(
             "/metrics",
             get(|State(b): State<StatusBoard>| async move {
-                ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], prometheus(&b.snapshot())).into_response()
+                ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], prometheus(&b.snapshot()))
+                    .into_response()
             }),
         )
         .route("/", get(|| async { Html(PAGE) }))

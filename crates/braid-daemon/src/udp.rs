@@ -47,9 +47,8 @@ impl UdpLink {
         let domain = if addr.is_ipv4() { Domain::IPV4 } else { Domain::IPV6 };
         let s = Socket::new(domain, Type::DGRAM, Some(Protocol::UDP))?;
         if let Some(dev) = device {
-            s.bind_device(Some(dev.as_bytes())).map_err(|e| {
-                io::Error::new(e.kind(), format!("cannot bind to interface {dev}: {e}"))
-            })?;
+            s.bind_device(Some(dev.as_bytes()))
+                .map_err(|e| io::Error::new(e.kind(), format!("cannot bind to interface {dev}: {e}")))?;
         }
         let _ = s.set_recv_buffer_size(SOCKET_BUFFER);
         let _ = s.set_send_buffer_size(SOCKET_BUFFER);
@@ -60,7 +59,12 @@ impl UdpLink {
         let state = UdpSocketState::new(UdpSockRef::from(&socket))?;
         let _ = state.enable_transport_errors(UdpSockRef::from(&socket));
         let local = socket.local_addr()?;
-        Ok(UdpLink { socket: Arc::new(socket), state: Arc::new(state), local, unreachable: Arc::new(AtomicBool::new(false)) })
+        Ok(UdpLink {
+            socket: Arc::new(socket),
+            state: Arc::new(state),
+            local,
+            unreachable: Arc::new(AtomicBool::new(false)),
+        })
     }
 
     /// Most segments one GSO send may carry.
@@ -79,11 +83,20 @@ impl UdpLink {
     }
 
     /// Sends `contents` (one datagram, or several of `segment` bytes each) to `dest`.
-    pub async fn send(&self, dest: SocketAddr, src: Option<IpAddr>, contents: &[u8], segment: Option<usize>) -> io::Result<()> {
+    pub async fn send(
+        &self,
+        dest: SocketAddr,
+        src: Option<IpAddr>,
+        contents: &[u8],
+        segment: Option<usize>,
+    ) -> io::Result<()> {
         let t = Transmit { destination: dest, ecn: None, contents, segment_size: segment, src_ip: src };
         loop {
             self.drain_errors();
-            match self.socket.try_io(Interest::WRITABLE, || self.state.send(UdpSockRef::from(&*self.socket), &t)) {
+            match self
+                .socket
+                .try_io(Interest::WRITABLE, || self.state.try_send(UdpSockRef::from(&*self.socket), &t))
+            {
                 Ok(()) => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.socket.writable().await?,
                 Err(e) => return Err(e),
@@ -145,7 +158,9 @@ pub fn canonical(addr: SocketAddr) -> SocketAddr {
 /// Maps an IPv4 destination to IPv4-mapped IPv6 when sending from a dual-stack IPv6 socket.
 pub fn v6_if_needed(addr: SocketAddr, sock: &UdpSocket) -> SocketAddr {
     match (addr, sock.local_addr()) {
-        (SocketAddr::V4(v4), Ok(SocketAddr::V6(_))) => SocketAddr::new(IpAddr::V6(v4.ip().to_ipv6_mapped()), v4.port()),
+        (SocketAddr::V4(v4), Ok(SocketAddr::V6(_))) => {
+            SocketAddr::new(IpAddr::V6(v4.ip().to_ipv6_mapped()), v4.port())
+        }
         _ => addr,
     }
 }

@@ -5,8 +5,9 @@
 //! sends to the relay's address as if it were the server; the relay forwards to the real server
 //! from a socket of its own (so every relay is a distinct path to the server) and sends the
 //! server's answers back, each direction shaped by the link model. No root is needed; `braid
-//! demo` and the end-to-end tests run on these relays.
+//! demo` and the end-to-end tests run on these relays, assembled by [`testbed`].
 
 mod relay;
+pub mod testbed;
 
 pub use relay::{Relay, RelayHandle, RelayStats};

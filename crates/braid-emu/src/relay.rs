@@ -104,7 +104,12 @@ impl Ord for Pending {
 impl Relay {
     /// Starts a relay listening on `listen` (port 0 picks one) that forwards to `server`
     /// through a link shaped by `spec`; `seed` drives its randomness.
-    pub async fn start(listen: SocketAddr, server: SocketAddr, spec: LinkSpec, seed: u64) -> io::Result<RelayHandle> {
+    pub async fn start(
+        listen: SocketAddr,
+        server: SocketAddr,
+        spec: LinkSpec,
+        seed: u64,
+    ) -> io::Result<RelayHandle> {
         let front = Arc::new(UdpSocket::bind(listen).await?);
         let back_bind: SocketAddr = if server.is_ipv4() { "127.0.0.1:0".parse() } else { "[::1]:0".parse() }
             .expect("literal address");
@@ -123,7 +128,13 @@ impl Relay {
     }
 }
 
-async fn run(front: Arc<UdpSocket>, back: Arc<UdpSocket>, server: SocketAddr, shared: Arc<Shared>, seed: u64) {
+async fn run(
+    front: Arc<UdpSocket>,
+    back: Arc<UdpSocket>,
+    server: SocketAddr,
+    shared: Arc<Shared>,
+    seed: u64,
+) {
     let start = Instant::now();
     let mut up = Direction::new(ChaCha8Rng::seed_from_u64(seed));
     let mut down = Direction::new(ChaCha8Rng::seed_from_u64(seed ^ 0xd0));

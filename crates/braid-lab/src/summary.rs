@@ -3,8 +3,7 @@
 
 use crate::contender::Contender;
 use crate::metrics::{
-    median_index, ratio, time_to_target, trailing_average, RECOVERED_SHARE, RESTORE_WINDOW,
-    TCP_EFFICIENCY,
+    median_index, ratio, time_to_target, trailing_average, RECOVERED_SHARE, RESTORE_WINDOW, TCP_EFFICIENCY,
 };
 use crate::results::{Row, RunRecord, Status, WorkloadResult};
 use crate::scenario::{Scenario, Workload, WorkloadKind};
@@ -36,9 +35,9 @@ pub fn reference_capacity(
             .find(|r| r.name == Contender::Single(i).name() && r.status == Status::Ok)
             .and_then(|r| r.goodput_bps)
     };
-    let bulk = done.iter().find(|w| {
-        w.workload.kind == WorkloadKind::Bulk && w.workload.direction == workload.direction
-    });
+    let bulk = done
+        .iter()
+        .find(|w| w.workload.kind == WorkloadKind::Bulk && w.workload.direction == workload.direction);
     let mut sources = Vec::new();
     let per_link_bps = scenario
         .links
@@ -60,10 +59,7 @@ pub fn reference_capacity(
             link.rate_bps as f64 * TCP_EFFICIENCY
         })
         .collect();
-    Capacity {
-        per_link_bps,
-        source: sources.join("; "),
-    }
+    Capacity { per_link_bps, source: sources.join("; ") }
 }
 
 fn w_name(w: Option<&WorkloadResult>) -> String {
@@ -106,19 +102,16 @@ pub fn summarize(
     let mut rows: Vec<Row> = contenders
         .iter()
         .map(|c| {
-            let mine: Vec<&RunRecord> = runs
-                .iter()
-                .filter(|r| r.workload == name && r.contender == c.name())
-                .collect();
+            let mine: Vec<&RunRecord> =
+                runs.iter().filter(|r| r.workload == name && r.contender == c.name()).collect();
             let mut row = median_row(&c.name(), &name, &mine);
             let only = match c {
                 Contender::Single(i) => Some(*i),
                 _ => None,
             };
             if !cbr {
-                row.ratio_to_link_rates = row
-                    .goodput_bps
-                    .and_then(|g| ratio(g, available_rate(scenario, workload, only)));
+                row.ratio_to_link_rates =
+                    row.goodput_bps.and_then(|g| ratio(g, available_rate(scenario, workload, only)));
             }
             if matches!(c, Contender::Braid(_)) {
                 row.retransmits = None;
@@ -147,20 +140,16 @@ pub fn summarize(
             r.ratio_to_sum_of_singles = r.goodput_bps.zip(sum_bps).and_then(|(g, s)| ratio(g, s));
         }
         if let Some(r) = rows.get_mut(at) {
-            r.ratio_to_link_rates = r
-                .goodput_bps
-                .and_then(|g| ratio(g, available_rate(scenario, workload, None)));
+            r.ratio_to_link_rates =
+                r.goodput_bps.and_then(|g| ratio(g, available_rate(scenario, workload, None)));
         }
     }
     rows
 }
 
 fn median_row(contender: &str, workload: &str, runs: &[&RunRecord]) -> Row {
-    let ok: Vec<&RunRecord> = runs
-        .iter()
-        .copied()
-        .filter(|r| r.status == Status::Ok && r.goodput_bps.is_some())
-        .collect();
+    let ok: Vec<&RunRecord> =
+        runs.iter().copied().filter(|r| r.status == Status::Ok && r.goodput_bps.is_some()).collect();
     let mut notes: Vec<String> = runs.iter().flat_map(|r| r.notes.iter().cloned()).collect();
     notes.dedup();
     let mut row = Row {
@@ -205,13 +194,7 @@ fn median_row(contender: &str, workload: &str, runs: &[&RunRecord]) -> Row {
             .iter()
             .find(|r| r.status != Status::Ok)
             .and_then(|r| r.reason.clone())
-            .map(|r| {
-                format!(
-                    "{} of {} runs failed: {r}",
-                    runs.len() - ok.len(),
-                    runs.len()
-                )
-            });
+            .map(|r| format!("{} of {} runs failed: {r}", runs.len() - ok.len(), runs.len()));
     }
     row
 }
@@ -247,12 +230,7 @@ fn apply_recovery(row: &mut Row, capacity: &[f64]) {
             *slot = e.action == Action::Restore;
         }
         let until = events.get(k + 1).map(|n| n.at_s).unwrap_or(end);
-        let surviving: f64 = capacity
-            .iter()
-            .zip(&up)
-            .filter(|(_, &u)| u)
-            .map(|(c, _)| c)
-            .sum();
+        let surviving: f64 = capacity.iter().zip(&up).filter(|(_, &u)| u).map(|(c, _)| c).sum();
         if surviving <= 0.0 {
             continue;
         }
@@ -269,14 +247,7 @@ fn apply_recovery(row: &mut Row, capacity: &[f64]) {
         if v.iter().any(Option::is_none) {
             return (None, true);
         }
-        (
-            v.iter()
-                .flatten()
-                .copied()
-                .reduce(f64::max)
-                .map(|s| s * 1e3),
-            false,
-        )
+        (v.iter().flatten().copied().reduce(f64::max).map(|s| s * 1e3), false)
     };
     let (rec, not) = worst(&cut_times);
     row.recovery_ms = rec;

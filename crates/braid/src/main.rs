@@ -1,6 +1,10 @@
 //! `braid`: bond several network links into one faster, sturdier, encrypted connection.
 
+mod daemon;
+mod demo;
+mod keys;
 mod sim;
+mod status;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -9,26 +13,83 @@ use std::process::ExitCode;
 #[derive(Parser)]
 #[command(name = "braid", version, about, propagate_version = true)]
 struct Cli {
+    /// Log level (error, warn, info, debug, trace) or a tracing filter; default: info.
+    #[arg(long, global = true, value_name = "FILTER")]
+    log: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Subcommand)]
 enum Command {
+    /// Server, client and three emulated links on loopback: a download, a link cut, a table.
+    Demo(demo::DemoArgs),
+    /// Run the aggregation server.
+    Server(daemon::ServerArgs),
+    /// Run the client: one path per link, SOCKS5 and port forwards.
+    Client(daemon::ClientArgs),
+    /// Show the per-path table of a running daemon.
+    Status(status::StatusArgs),
+    /// Print a new private key.
+    Genkey,
+    /// Read a private key on stdin, print its public key.
+    Pubkey,
     /// Run the deterministic simulator: one bulk stream over emulated links, in virtual time.
     Sim(sim::SimArgs),
 }
 
+fn init_logging(filter: Option<&str>, default: &str) {
+    let filter = filter
+        .map(str::to_string)
+        .or_else(|| std::env::var("RUST_LOG").ok())
+        .unwrap_or_else(|| default.to_string());
+    let filter = if filter.contains('=') || filter.contains(',') {
+        filter
+    } else {
+        format!("braid={filter},braid_daemon={filter},braid_core={filter},braid_emu={filter}")
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(2, 8);
+    tokio::runtime::Builder::new_multi_thread().worker_threads(workers).enable_all().build()
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match cli.command {
-        Command::Sim(args) => sim::run(args),
-    };
-    match result {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("braid: {e:#}");
-            ExitCode::from(2)
+    match cli.command {
+        Command::Sim(args) => match sim::run(args) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("braid sim: {e:#}");
+                ExitCode::from(2)
+            }
+        },
+        Command::Genkey => keys::genkey(),
+        Command::Pubkey => keys::pubkey(),
+        Command::Status(args) => status::run(args),
+        cmd => {
+            let quiet = matches!(cmd, Command::Demo(_));
+            init_logging(cli.log.as_deref(), if quiet { "warn" } else { "info" });
+            let rt = match runtime() {
+                Ok(rt) => rt,
+                Err(e) => {
+                    eprintln!("braid: cannot start the runtime: {e}");
+                    return ExitCode::from(1);
+                }
+            };
+            rt.block_on(async move {
+                match cmd {
+                    Command::Demo(a) => demo::run(a).await,
+                    Command::Server(a) => daemon::server(a).await,
+                    Command::Client(a) => daemon::client(a).await,
+                    _ => unreachable!("handled above"),
+                }
+            })
         }
     }
 }

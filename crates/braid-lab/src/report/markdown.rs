@@ -15,10 +15,7 @@ pub fn render(report: &LabReport, svgs: &[(String, String)], checks: &[String]) 
         let _ = writeln!(o, "{}\n", s.description.trim());
     }
     if report.interrupted {
-        let _ = writeln!(
-            o,
-            "**Interrupted** — only the runs that finished are shown.\n"
-        );
+        let _ = writeln!(o, "**Interrupted** — only the runs that finished are shown.\n");
     }
     let _ = writeln!(o, "Machine: {}\n", report.machine.join("; "));
     let _ = writeln!(
@@ -75,13 +72,9 @@ fn workload_section(w: &WorkloadResult, svgs: &[(String, String)]) -> String {
     let what = match wl.kind {
         WorkloadKind::Bulk => "bulk TCP (iperf3, CUBIC)".to_string(),
         WorkloadKind::Cut => "bulk TCP while links are cut and restored".to_string(),
-        WorkloadKind::Cbr {
-            rate_bps,
-            packet_size,
-        } => format!(
-            "CBR UDP at {} ({packet_size}-byte payloads)",
-            format_rate(rate_bps as f64)
-        ),
+        WorkloadKind::Cbr { rate_bps, packet_size } => {
+            format!("CBR UDP at {} ({packet_size}-byte payloads)", format_rate(rate_bps as f64))
+        }
     };
     let _ = writeln!(
         o,
@@ -108,14 +101,7 @@ fn workload_section(w: &WorkloadResult, svgs: &[(String, String)]) -> String {
             "retransmits",
         ]
     } else {
-        vec![
-            "contender",
-            "goodput",
-            "÷ sum of singles",
-            "÷ link rates",
-            "recovery",
-            "retransmits",
-        ]
+        vec!["contender", "goodput", "÷ sum of singles", "÷ link rates", "recovery", "retransmits"]
     };
     let _ = writeln!(o, "| {} |", header.join(" | "));
     let _ = writeln!(o, "|{}", " --- |".repeat(header.len()));
@@ -179,11 +165,7 @@ fn row_cells(r: &Row, cut: bool, cbr: bool) -> Vec<String> {
     };
     let mut cells = vec![r.name.clone()];
     if r.status != Status::Ok {
-        let what = if r.status == Status::Skipped {
-            "skipped"
-        } else {
-            "FAILED"
-        };
+        let what = if r.status == Status::Skipped { "skipped" } else { "FAILED" };
         let reason = r.reason.as_deref().unwrap_or_default();
         cells.push(format!("{what}: {}", one_line(reason, 120)));
         cells.resize(columns, String::new());
@@ -200,17 +182,9 @@ fn row_cells(r: &Row, cut: bool, cbr: bool) -> Vec<String> {
     }
     cells.push(f(r.ratio_to_sum_of_singles, &|x| format!("{x:.3}")));
     cells.push(f(r.ratio_to_link_rates, &|x| format!("{x:.3}")));
-    cells.push(if r.not_recovered {
-        "not recovered".into()
-    } else {
-        f(r.recovery_ms, &secs)
-    });
+    cells.push(if r.not_recovered { "not recovered".into() } else { f(r.recovery_ms, &secs) });
     if cut {
-        cells.push(if r.not_restored {
-            "not within the test".into()
-        } else {
-            f(r.restore_ms, &secs)
-        });
+        cells.push(if r.not_restored { "not within the test".into() } else { f(r.restore_ms, &secs) });
     }
     cells.push(r.retransmits.map(|x| x.to_string()).unwrap_or_else(dash));
     cells

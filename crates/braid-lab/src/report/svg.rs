@@ -12,8 +12,8 @@ const RIGHT: f64 = 190.0;
 const TOP: f64 = 36.0;
 const BOTTOM: f64 = 48.0;
 const COLORS: [&str; 10] = [
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-    "#bcbd22", "#17becf",
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+    "#17becf",
 ];
 
 /// One line of the plot.
@@ -26,14 +26,8 @@ pub struct Line<'a> {
 
 /// Renders the plot. `events` (from one of the runs) are drawn as vertical markers.
 pub fn render(title: &str, lines: &[Line], events: &[AppliedEvent]) -> String {
-    let t_max = lines
-        .iter()
-        .filter_map(|l| l.series.last().map(|s| s.end))
-        .fold(1.0, f64::max);
-    let y_max_bps = lines
-        .iter()
-        .flat_map(|l| l.series.iter().map(|s| s.bps))
-        .fold(1e6, f64::max);
+    let t_max = lines.iter().filter_map(|l| l.series.last().map(|s| s.end)).fold(1.0, f64::max);
+    let y_max_bps = lines.iter().flat_map(|l| l.series.iter().map(|s| s.bps)).fold(1e6, f64::max);
     let y_top = nice_ceiling(y_max_bps / 1e6);
     let t_top = nice_ceiling(t_max);
     let pw = W - LEFT - RIGHT;
@@ -47,11 +41,8 @@ pub fn render(title: &str, lines: &[Line], events: &[AppliedEvent]) -> String {
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12">"#
     );
     let _ = writeln!(o, r#"<rect width="{W}" height="{H}" fill="white"/>"#);
-    let _ = writeln!(
-        o,
-        r#"<text x="{LEFT}" y="20" font-size="14" font-weight="bold">{}</text>"#,
-        escape(title)
-    );
+    let _ =
+        writeln!(o, r#"<text x="{LEFT}" y="20" font-size="14" font-weight="bold">{}</text>"#, escape(title));
     for k in 0..=5 {
         let v = y_top * k as f64 / 5.0;
         let yy = y(v);
@@ -148,10 +139,7 @@ fn trim(v: f64) -> String {
 }
 
 fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
 #[cfg(test)]
@@ -169,32 +157,9 @@ mod tests {
 
     #[test]
     fn renders_lines_events_and_escapes() {
-        let s = [
-            Sample {
-                start: 0.0,
-                end: 0.1,
-                bps: 10e6,
-            },
-            Sample {
-                start: 0.1,
-                end: 0.2,
-                bps: 20e6,
-            },
-        ];
-        let ev = [AppliedEvent {
-            link: 1,
-            action: Action::Cut,
-            planned_s: 0.1,
-            at_s: 0.1,
-        }];
-        let svg = render(
-            "a <b>",
-            &[Line {
-                name: "mptcp",
-                series: &s,
-            }],
-            &ev,
-        );
+        let s = [Sample { start: 0.0, end: 0.1, bps: 10e6 }, Sample { start: 0.1, end: 0.2, bps: 20e6 }];
+        let ev = [AppliedEvent { link: 1, action: Action::Cut, planned_s: 0.1, at_s: 0.1 }];
+        let svg = render("a <b>", &[Line { name: "mptcp", series: &s }], &ev);
         assert!(svg.starts_with("<svg"));
         assert!(svg.trim_end().ends_with("</svg>"));
         assert!(svg.contains("<polyline"));

@@ -1,0 +1,151 @@
+//! `braid server` and `braid client`.
+
+use braid_core::scheduler::Kind;
+use braid_daemon::{ClientFlags, ClientSettings, Failure, ServerFlags, ServerSettings};
+use clap::Args;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+fn parse_scheduler(s: &str) -> Result<Kind, String> {
+    s.parse()
+}
+
+/// Arguments of `braid server`.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Every setting can also come from --config FILE (see examples/server.toml); flags win.\n\
+Exit codes: 0 stopped, 1 runtime error, 2 bad configuration."
+)]
+pub struct ServerArgs {
+    /// TOML configuration file.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// UDP address to listen on, e.g. 0.0.0.0:7000.
+    #[arg(long, value_name = "ADDR:PORT")]
+    listen: Option<SocketAddr>,
+    /// Private key file (from `braid genkey`).
+    #[arg(long, value_name = "FILE")]
+    key: Option<PathBuf>,
+    /// Admit the client with this public key (repeatable).
+    #[arg(long = "client", value_name = "PUBKEY")]
+    clients: Vec<String>,
+    /// Allow destinations in private and loopback ranges (denied by default).
+    #[arg(long)]
+    allow_private: bool,
+    /// Serve status JSON and Prometheus metrics on this address.
+    #[arg(long, value_name = "ADDR:PORT")]
+    status: Option<SocketAddr>,
+    /// Packet scheduler for traffic towards clients.
+    #[arg(long, value_parser = parse_scheduler)]
+    scheduler: Option<Kind>,
+}
+
+/// Arguments of `braid client`.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "A LINK is an interface name (socket bound with SO_BINDTODEVICE), a local address, or auto \
+(every interface with a usable address, followed as they come and go); append @HOST:PORT to reach the server at \
+another address over that link.\n\
+Every setting can also come from --config FILE (see examples/client.toml); flags win.\n\
+Exit codes: 0 stopped, 1 runtime error, 2 bad configuration, 3 unknown interface or no usable link, \
+4 server unreachable, 5 no answer from the server (down, or a different server key), 6 our key refused."
+)]
+pub struct ClientArgs {
+    /// TOML configuration file.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// The server, HOST:PORT.
+    #[arg(long, value_name = "HOST:PORT")]
+    server: Option<String>,
+    /// The server's public key.
+    #[arg(long, value_name = "PUBKEY")]
+    server_key: Option<String>,
+    /// Private key file (from `braid genkey`).
+    #[arg(long, value_name = "FILE")]
+    key: Option<PathBuf>,
+    /// A link to bond (repeatable): interface, local address or auto.
+    #[arg(long = "link", value_name = "LINK")]
+    links: Vec<String>,
+    /// Use this link only when the others are down or saturated (repeatable).
+    #[arg(long = "backup", value_name = "LINK")]
+    backup: Vec<String>,
+    /// SOCKS5 proxy address, e.g. 127.0.0.1:1080.
+    #[arg(long, value_name = "ADDR:PORT")]
+    socks: Option<SocketAddr>,
+    /// Port forward LISTEN=HOST:PORT (repeatable), like ssh -L.
+    #[arg(long = "forward", value_name = "LISTEN=HOST:PORT")]
+    forwards: Vec<String>,
+    /// Serve status JSON and Prometheus metrics on this address.
+    #[arg(long, value_name = "ADDR:PORT")]
+    status: Option<SocketAddr>,
+    /// Packet scheduler.
+    #[arg(long, value_parser = parse_scheduler)]
+    scheduler: Option<Kind>,
+}
+
+fn fail(f: Failure) -> ExitCode {
+    eprintln!("braid: {f}");
+    ExitCode::from(f.exit_code())
+}
+
+/// Runs `braid server` until Ctrl-C.
+pub async fn server(args: ServerArgs) -> ExitCode {
+    let flags = ServerFlags {
+        listen: args.listen,
+        key: args.key,
+        clients: args.clients,
+        allow_private: args.allow_private,
+        status: args.status,
+        scheduler: args.scheduler,
+    };
+    let settings = match ServerSettings::load(args.config.as_deref(), flags) {
+        Ok(s) => s,
+        Err(f) => return fail(f),
+    };
+    let handle = match braid_daemon::start_server(settings).await {
+        Ok(h) => h,
+        Err(f) => return fail(f),
+    };
+    if let Some(a) = handle.status_addr {
+        tracing::info!(%a, "status on http://{a}/status and /metrics");
+    }
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => tracing::info!("stopping"),
+        _ = handle.wait() => {}
+    }
+    ExitCode::SUCCESS
+}
+
+/// Runs `braid client` until Ctrl-C or a configuration failure.
+pub async fn client(args: ClientArgs) -> ExitCode {
+    let flags = ClientFlags {
+        server: args.server,
+        server_key: args.server_key,
+        key: args.key,
+        links: args.links,
+        backup: args.backup,
+        socks: args.socks,
+        forwards: args.forwards,
+        status: args.status,
+        scheduler: args.scheduler,
+    };
+    let settings = match ClientSettings::load(args.config.as_deref(), flags) {
+        Ok(s) => s,
+        Err(f) => return fail(f),
+    };
+    let handle = match braid_daemon::start_client(settings).await {
+        Ok(h) => h,
+        Err(f) => return fail(f),
+    };
+    if let Some(a) = handle.socks_addr {
+        tracing::info!(%a, "SOCKS5 proxy ready");
+    }
+    for a in &handle.forward_addrs {
+        tracing::info!(%a, "forward listening");
+    }
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => { tracing::info!("stopping"); ExitCode::SUCCESS }
+        r = handle.wait() => match r { Ok(()) => ExitCode::SUCCESS, Err(f) => fail(f) },
+    }
+}

@@ -1,0 +1,100 @@
+//! `braid status`: the per-path table of a running daemon, from its status API.
+
+use braid_daemon::status::Status;
+use clap::Args;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Arguments of `braid status`.
+#[derive(Args, Debug)]
+pub struct StatusArgs {
+    /// The daemon's status address (its --status).
+    #[arg(long, default_value = "127.0.0.1:7002", value_name = "ADDR:PORT")]
+    addr: SocketAddr,
+    /// Refresh every second until interrupted.
+    #[arg(long)]
+    watch: bool,
+    /// Print the raw JSON document.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Fetches `/status` with a plain HTTP/1.0 request.
+pub fn fetch(addr: SocketAddr) -> Result<Status, String> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).map_err(|e| {
+        format!("cannot reach a braid daemon at {addr}: {e} (is it running with --status {addr}?)")
+    })?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).map_err(|e| e.to_string())?;
+    write!(s, "GET /status HTTP/1.0\r\nHost: {addr}\r\n\r\n").map_err(|e| e.to_string())?;
+    let mut body = String::new();
+    s.read_to_string(&mut body).map_err(|e| e.to_string())?;
+    let json = body.split_once("\r\n\r\n").map(|(_, b)| b).ok_or("malformed HTTP answer")?;
+    serde_json::from_str(json).map_err(|e| format!("not a braid status document: {e}"))
+}
+
+fn rate(b: f64) -> String {
+    if b >= 1e9 {
+        format!("{:.2} Gbit/s", b / 1e9)
+    } else if b >= 1e6 {
+        format!("{:.2} Mbit/s", b / 1e6)
+    } else {
+        format!("{:.1} kbit/s", b / 1e3)
+    }
+}
+
+/// The table.
+pub fn table(st: &Status) -> String {
+    let mut o = format!("braid {} {} — up {:.0} s\n", st.role, st.version, st.uptime_s);
+    if let Some(n) = &st.note {
+        o += &format!("{n}\n");
+    }
+    for s in &st.sessions {
+        o += &format!("session {} — {} — scheduler {} — {} streams\n", s.id, s.peer, s.scheduler, s.streams);
+        o += &format!(
+            "  {:<4} {:<22} {:<8} {:>9} {:>14} {:>14} {:>7} {:>7}\n",
+            "path", "link", "state", "rtt", "send", "receive", "loss", "lost"
+        );
+        for p in &s.paths {
+            o += &format!(
+                "  {:<4} {:<22} {:<8} {:>7.1}ms {:>14} {:>14} {:>6.2}% {:>7}\n",
+                p.id,
+                p.link.clone().unwrap_or_else(|| p.remote.clone()),
+                p.state,
+                p.rtt_ms,
+                rate(p.send_bps),
+                rate(p.recv_bps),
+                p.loss * 100.0,
+                p.packets_lost
+            );
+        }
+    }
+    if st.sessions.is_empty() {
+        o += "no session\n";
+    }
+    o
+}
+
+/// Runs `braid status`.
+pub fn run(args: StatusArgs) -> ExitCode {
+    loop {
+        match fetch(args.addr) {
+            Ok(st) if args.json => println!("{}", serde_json::to_string_pretty(&st).unwrap_or_default()),
+            Ok(st) => {
+                if args.watch {
+                    print!("\x1b[2J\x1b[H");
+                }
+                print!("{}", table(&st));
+            }
+            Err(e) => {
+                eprintln!("braid status: {e}");
+                return ExitCode::from(1);
+            }
+        }
+        if !args.watch {
+            return ExitCode::SUCCESS;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
