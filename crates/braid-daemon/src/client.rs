@@ -8,7 +8,7 @@ use crate::bridge::{AppMsg, StreamEnds};
 use crate::config::{ClientSettings, LinkKind};
 use crate::driver::{Driver, LinkMsg, Role, Wiring};
 use crate::error::Failure;
-use crate::frontend::{serve_forward, serve_socks, UdpRegistry};
+use crate::frontend::{serve_forward, serve_socks, serve_udp_forward, UdpRegistry};
 use crate::netlink::{self, Interface};
 use crate::status::{self, StatusBoard};
 use crate::udp::UdpLink;
@@ -229,8 +229,14 @@ pub async fn start_client(settings: ClientSettings) -> Result<ClientHandle, Fail
         let l = TcpListener::bind(f.listen).await.map_err(|e| {
             Failure::Config(format!("cannot listen for forward {} on {}: {e}", f.target, f.listen))
         })?;
-        forward_addrs.push(l.local_addr()?);
+        let bound = l.local_addr()?;
+        forward_addrs.push(bound);
         let target = Target::parse(&f.target).map_err(Failure::Config)?;
+        // The same port carries UDP too (iperf3 -u, DNS, games: TCP and UDP side by side).
+        let u = tokio::net::UdpSocket::bind(bound).await.map_err(|e| {
+            Failure::Config(format!("cannot listen for UDP forward {} on {bound}: {e}", f.target))
+        })?;
+        tasks.push(tokio::spawn(serve_udp_forward(u, target.clone(), app_tx.clone(), udp.clone())));
         tasks.push(tokio::spawn(serve_forward(l, target, app_tx.clone())));
     }
     let status_addr = match settings.status {

@@ -422,45 +422,40 @@ impl<R: Role> Driver<R> {
         }
     }
 
-    /// Sends what the session has, batching equal-size packets to one destination (GSO).
-    /// Returns true when it stopped early with more to send.
+    /// Sends what the session has. Packets are gathered per (path, destination, source) so
+    /// that equal-size packets to one destination leave in one segmented send (GSO) even when
+    /// the scheduler interleaves paths. Returns true when it stopped early with more to send.
     async fn transmit(&mut self, now: Timestamp, scratch: &mut Vec<u8>) -> bool {
-        let mut batch: Vec<u8> = Vec::with_capacity(MAX_BATCH);
-        let mut key: Option<(PathId, SocketAddr, Option<SocketAddr>)> = None;
-        let mut segment = 0usize;
-        let mut count = 0usize;
+        let mut batches: Vec<Batch> = Vec::new();
         let mut sent = 0usize;
+        let mut more = true;
         while sent < SEND_BUDGET {
             let Some(t) = self.session.poll_transmit(now, scratch) else {
-                send_on(key.and_then(|(p, ..)| self.route(p)), &mut batch, key, segment, count).await;
-                return false;
+                more = false;
+                break;
             };
             sent += 1;
-            let k = (t.path, t.destination, t.source);
-            let max = self.socket_for(t.path).map_or(1, |s| s.max_segments());
-            let fits =
-                key == Some(k) && t.size <= segment && count < max && batch.len() + t.size <= MAX_BATCH;
-            if !fits {
-                send_on(key.and_then(|(p, ..)| self.route(p)), &mut batch, key, segment, count).await;
-                key = Some(k);
-                segment = t.size;
-                count = 0;
-            }
-            batch.extend_from_slice(&scratch[..t.size]);
-            count += 1;
-            if t.size < segment {
-                // A short segment ends a GSO batch.
-                send_on(key.and_then(|(p, ..)| self.route(p)), &mut batch, key, segment, count).await;
-                key = None;
-                count = 0;
-            }
+            let key = (t.path, t.destination, t.source);
+            let max = self.route(t.path).map_or(1, |(s, _)| s.max_segments());
+            let i = match batches.iter().position(|b| b.key == key) {
+                Some(i) if batches[i].fits(t.size, max) => i,
+                Some(i) => {
+                    let full = std::mem::replace(&mut batches[i], Batch::new(key, t.size));
+                    full.send(self.route(t.path)).await;
+                    i
+                }
+                None => {
+                    batches.push(Batch::new(key, t.size));
+                    batches.len() - 1
+                }
+            };
+            batches[i].push(&scratch[..t.size]);
         }
-        send_on(key.and_then(|(p, ..)| self.route(p)), &mut batch, key, segment, count).await;
-        true
-    }
-
-    fn socket_for(&self, path: PathId) -> Option<&UdpLink> {
-        self.sockets.get(&path).or(self.default_socket.as_ref())
+        for b in batches {
+            let route = self.route(b.key.0);
+            b.send(route).await;
+        }
+        more
     }
 
     /// The socket of a path and whether the driver picks the source address (server).
@@ -499,23 +494,48 @@ impl<R: Role> Driver<R> {
     }
 }
 
-/// Sends a batch on a socket (free of the driver, so that no borrow of the session is held
-/// across the await).
-async fn send_on(
-    route: Option<(UdpLink, bool)>,
-    batch: &mut Vec<u8>,
-    key: Option<(PathId, SocketAddr, Option<SocketAddr>)>,
+/// Packets to one destination, sent with one segmented (GSO) send.
+struct Batch {
+    key: (PathId, SocketAddr, Option<SocketAddr>),
+    data: Vec<u8>,
     segment: usize,
     count: usize,
-) {
-    if let (Some((sock, choose_source)), Some((path, dest, source))) = (route, key) {
-        if !batch.is_empty() {
-            let seg = (count > 1).then_some(segment);
-            let src = if choose_source { source.map(|s| s.ip()) } else { None };
-            if let Err(e) = sock.send(dest, src, batch, seg).await {
-                tracing::debug!(path, %dest, error = %e, "send failed");
-            }
+    /// A segment shorter than `segment` was added: it must be the last.
+    closed: bool,
+}
+
+impl Batch {
+    fn new(key: (PathId, SocketAddr, Option<SocketAddr>), segment: usize) -> Self {
+        Batch { key, data: Vec::with_capacity(MAX_BATCH), segment, count: 0, closed: false }
+    }
+
+    fn fits(&self, size: usize, max_segments: usize) -> bool {
+        !self.closed
+            && size <= self.segment
+            && self.count < max_segments
+            && self.data.len() + size <= MAX_BATCH
+    }
+
+    fn push(&mut self, packet: &[u8]) {
+        if packet.len() < self.segment {
+            self.closed = true;
+        }
+        self.data.extend_from_slice(packet);
+        self.count += 1;
+    }
+
+    /// Sends the batch (free of the driver, so that no borrow of the session is held across
+    /// the await).
+    async fn send(self, route: Option<(UdpLink, bool)>) {
+        let (path, dest, source) = self.key;
+        let Some((sock, choose_source)) = route else { return };
+        if self.data.is_empty() {
+            return;
+        }
+        let seg = (self.count > 1).then_some(self.segment);
+        let src = if choose_source { source.map(|s| s.ip()) } else { None };
+        if let Err(e) = sock.send(dest, src, &self.data, seg).await {
+            tracing::debug!(path, %dest, error = %e, "send failed");
         }
     }
-    batch.clear();
 }

@@ -16,14 +16,17 @@ use std::sync::{Arc, Mutex};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::sync::{mpsc, oneshot};
 
+/// An answer for a UDP association: its id, the source it came from, the payload.
+type UdpAnswer = (u32, Target, Bytes);
+
 /// UDP associations of the client, by id: where answers from the server go.
 #[derive(Clone, Default)]
 pub struct UdpRegistry {
-    inner: Arc<Mutex<HashMap<u32, mpsc::Sender<(Target, Bytes)>>>>,
+    inner: Arc<Mutex<HashMap<u32, mpsc::Sender<UdpAnswer>>>>,
 }
 
 impl UdpRegistry {
-    fn add(&self, tx: mpsc::Sender<(Target, Bytes)>) -> u32 {
+    fn add(&self, tx: mpsc::Sender<UdpAnswer>) -> u32 {
         let mut m = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let mut id = rand_u32();
         while m.contains_key(&id) {
@@ -40,7 +43,7 @@ impl UdpRegistry {
     /// Delivers an answer datagram to its association (dropped when it is gone or full).
     pub fn deliver(&self, id: u32, source: Target, payload: Bytes) {
         if let Some(tx) = self.inner.lock().unwrap_or_else(|e| e.into_inner()).get(&id) {
-            let _ = tx.try_send((source, payload));
+            let _ = tx.try_send((id, source, payload));
         }
     }
 }
@@ -156,7 +159,7 @@ async fn udp_association(
 ) -> Result<(), SocksServerError> {
     let sock =
         UdpSocket::from_std(sock).map_err(|e| SocksServerError::Io { source: e, context: "udp socket" })?;
-    let (tx, mut rx) = mpsc::channel::<(Target, Bytes)>(256);
+    let (tx, mut rx) = mpsc::channel::<UdpAnswer>(256);
     let id = registry.add(tx);
     let mut peer: Option<SocketAddr> = None;
     let mut buf = vec![0u8; 65536];
@@ -172,7 +175,7 @@ async fn udp_association(
                 let d = encode_udp(id, &to_target(&target), data);
                 let _ = app.try_send(AppMsg::Datagram(CLASS_UDP, d));
             }
-            Some((source, payload)) = rx.recv() => {
+            Some((_, source, payload)) = rx.recv() => {
                 let Some(p) = peer else { continue };
                 let addr = match &source {
                     Target::Addr(a) => TargetAddr::Ip(*a),
@@ -187,6 +190,58 @@ async fn udp_association(
     };
     registry.remove(id);
     result
+}
+
+/// How long a UDP forward keeps an idle source's association.
+const UDP_FORWARD_IDLE: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Serves the UDP side of a port forward: datagrams from each local source travel as braid
+/// datagrams of one association to `target`; answers go back to that source.
+pub async fn serve_udp_forward(
+    sock: UdpSocket,
+    target: Target,
+    app: mpsc::Sender<AppMsg>,
+    registry: UdpRegistry,
+) {
+    let (tx, mut rx) = mpsc::channel::<UdpAnswer>(1024);
+    let mut by_source: HashMap<SocketAddr, (u32, tokio::time::Instant)> = HashMap::new();
+    let mut by_id: HashMap<u32, SocketAddr> = HashMap::new();
+    let mut buf = vec![0u8; 65536];
+    let mut sweep = tokio::time::interval(UDP_FORWARD_IDLE / 4);
+    loop {
+        tokio::select! {
+            r = sock.recv_from(&mut buf) => {
+                let Ok((n, from)) = r else { continue };
+                let now = tokio::time::Instant::now();
+                let id = match by_source.get_mut(&from) {
+                    Some((id, seen)) => { *seen = now; *id }
+                    None => {
+                        let id = registry.add(tx.clone());
+                        by_source.insert(from, (id, now));
+                        by_id.insert(id, from);
+                        id
+                    }
+                };
+                let _ = app.try_send(AppMsg::Datagram(CLASS_UDP, encode_udp(id, &target, &buf[..n])));
+            }
+            Some((id, _, payload)) = rx.recv() => {
+                if let Some(to) = by_id.get(&id) {
+                    let _ = sock.send_to(&payload, to).await;
+                }
+            }
+            _ = sweep.tick() => {
+                let now = tokio::time::Instant::now();
+                by_source.retain(|_, (id, seen)| {
+                    let keep = now - *seen < UDP_FORWARD_IDLE;
+                    if !keep {
+                        registry.remove(*id);
+                        by_id.remove(id);
+                    }
+                    keep
+                });
+            }
+        }
+    }
 }
 
 /// Serves a port forward: every connection to `listener` becomes a stream to `target`.

@@ -25,6 +25,10 @@ const MIN_RTT_WINDOW: Duration = Duration::from_secs(10);
 const PROBE_RTT_TIME: Duration = Duration::from_millis(200);
 /// The smallest window, in packets.
 const MIN_PIPE_PACKETS: u64 = 4;
+/// Rounds the ACK-aggregation estimate looks back (BBRv2's `extra_acked` window).
+const EXTRA_ACKED_ROUNDS: u64 = 10;
+/// The ACK-aggregation allowance never exceeds this much time at the bottleneck rate.
+const EXTRA_ACKED_MAX: Duration = Duration::from_millis(100);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -58,6 +62,10 @@ pub struct Bbr {
     probe_rtt_round_done: bool,
     prior_window: u64,
     lost_since_cycle: bool,
+    /// Start of the current ACK-aggregation epoch and bytes acknowledged in it.
+    ack_epoch: Option<(Timestamp, u64)>,
+    /// (round, largest excess of acknowledged bytes over the rate model in that round).
+    extra_acked: VecDeque<(u64, u64)>,
 }
 
 impl Bbr {
@@ -84,6 +92,8 @@ impl Bbr {
             probe_rtt_round_done: false,
             prior_window: 0,
             lost_since_cycle: false,
+            ack_epoch: None,
+            extra_acked: VecDeque::new(),
         }
     }
 
@@ -91,18 +101,57 @@ impl Bbr {
         MIN_PIPE_PACKETS * self.mss
     }
 
-    /// gain × bandwidth-delay product, in bytes.
+    /// gain × bandwidth-delay product, plus the send-quantum budget, in bytes.
     fn inflight(&self, gain: f64) -> u64 {
         match self.min_rtt {
             Some(rtt) if self.btl_bw > 0.0 => {
                 let bdp = self.btl_bw * rtt.as_secs_f64();
-                (gain * bdp) as u64 + 3 * self.mss
+                (gain * bdp) as u64 + self.quantization_budget()
             }
             _ => initial_window(self.mss),
         }
     }
 
-    fn update_bw(&mut self, ev: &AckEvent) {
+    /// Linux BBR's `bbr_quantization_budget`: three send quanta, a quantum being what leaves
+    /// in about a millisecond at the bottleneck rate (at least two packets, at most 64 KB).
+    /// Senders wake on timers and send in bursts; the window must cover that.
+    fn quantization_budget(&self) -> u64 {
+        let quantum = ((self.btl_bw * 0.001) as u64).clamp(2 * self.mss, 64 * 1024);
+        3 * quantum
+    }
+
+    /// BBRv2's ACK-aggregation estimate: how many more bytes were acknowledged in a burst than
+    /// the rate model expects. ACKs that arrive in clumps (Wi-Fi and LTE aggregation, delayed
+    /// ACKs, a busy receiver) would otherwise starve the window between clumps.
+    fn update_ack_aggregation(&mut self, ev: &AckEvent, round_start: bool) {
+        if self.btl_bw <= 0.0 {
+            return;
+        }
+        let (start, acked) = self.ack_epoch.get_or_insert((ev.now, 0));
+        let expected = (self.btl_bw * (ev.now - *start).as_secs_f64()) as u64;
+        if *acked <= expected {
+            // Deliveries are within the model: a new epoch starts here.
+            *start = ev.now;
+            *acked = 0;
+        }
+        *acked += ev.acked_bytes;
+        let cap = (self.btl_bw * EXTRA_ACKED_MAX.as_secs_f64()) as u64;
+        let extra = acked.saturating_sub((self.btl_bw * (ev.now - *start).as_secs_f64()) as u64).min(cap);
+        if round_start || self.extra_acked.is_empty() {
+            self.extra_acked.push_back((self.round_count, extra));
+        } else if let Some((_, v)) = self.extra_acked.back_mut() {
+            *v = (*v).max(extra);
+        }
+        while self.extra_acked.front().is_some_and(|(r, _)| r + EXTRA_ACKED_ROUNDS < self.round_count) {
+            self.extra_acked.pop_front();
+        }
+    }
+
+    fn extra_acked(&self) -> u64 {
+        self.extra_acked.iter().map(|(_, v)| *v).max().unwrap_or(0)
+    }
+
+    fn update_bw(&mut self, ev: &AckEvent) -> bool {
         let rs = &ev.rate;
         let round_start = rs.prior_delivered >= self.next_round_delivered && rs.delivered > 0;
         if round_start {
@@ -134,6 +183,7 @@ impl Bbr {
                 }
             }
         }
+        round_start
     }
 
     fn enter_probe_bw(&mut self, now: Timestamp) {
@@ -207,7 +257,8 @@ impl Controller for Bbr {
 
     fn on_ack(&mut self, ev: &AckEvent, rtt: &RttEstimator) {
         let in_flight = ev.prior_in_flight.saturating_sub(ev.acked_bytes);
-        self.update_bw(ev);
+        let round_start = self.update_bw(ev);
+        self.update_ack_aggregation(ev, round_start);
         if self.state == State::ProbeBw {
             self.update_cycle(ev);
         }
@@ -223,8 +274,8 @@ impl Controller for Bbr {
         if self.state == State::ProbeRtt {
             self.handle_probe_rtt(ev.now, in_flight);
         }
-        // Window: grow towards cwnd_gain × BDP.
-        let target = self.inflight(self.cwnd_gain);
+        // Window: grow towards cwnd_gain × BDP plus the ACK-aggregation allowance.
+        let target = self.inflight(self.cwnd_gain) + self.extra_acked();
         if self.filled_pipe {
             self.window = (self.window + ev.acked_bytes).min(target);
         } else if self.window < target || ev.rate.delivered < initial_window(self.mss) {

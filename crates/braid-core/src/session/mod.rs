@@ -187,6 +187,8 @@ pub struct Session {
     /// Scratch space for ACK processing.
     acked_scratch: Vec<SentPacket>,
     lost_scratch: Vec<SentPacket>,
+    /// Path views handed to the scheduler, reused between packets.
+    views_scratch: Vec<crate::scheduler::PathView>,
     /// Redundant copies waiting to leave: (path, frames payload, sent-frame records).
     redundant: VecDeque<(PathId, Vec<u8>, send::FrameRecords)>,
 }
@@ -235,6 +237,7 @@ impl Session {
             acked_scratch: Vec::new(),
             lost_scratch: Vec::new(),
             redundant: VecDeque::new(),
+            views_scratch: Vec::new(),
             config,
         }
     }

@@ -300,31 +300,24 @@ impl Session {
         }
     }
 
-    /// Views of every path for the scheduler.
-    pub(super) fn path_views(&mut self, now: Timestamp, bytes: usize) -> Vec<PathView> {
-        self.paths
-            .iter_mut()
-            .filter(|p| p.state != PathState::Closed)
-            .map(|p| PathView {
-                id: p.id,
-                usable: p.is_usable(),
-                status: p.status(),
-                srtt: p.rtt.smoothed(),
-                min_rtt: p.rtt.min(),
-                rttvar: p.rtt.var(),
-                cwnd: p.cc.window(),
-                in_flight: p.in_flight,
-                ready_at: p.ready_at(now, bytes as u64),
-                rate: p
-                    .cc
-                    .bandwidth()
-                    .unwrap_or(p.monitor.max_delivery_rate)
-                    .max(p.monitor.delivery_rate)
-                    .max(1.0),
-                loss_rate: p.monitor.loss_rate,
-                mtu: p.mtu,
-            })
-            .collect()
+    /// Views of every path for the scheduler, in `out` (reused between packets).
+    pub(super) fn path_views(&mut self, now: Timestamp, bytes: usize, out: &mut Vec<PathView>) {
+        out.clear();
+        out.extend(self.paths.iter_mut().filter(|p| p.state != PathState::Closed).map(|p| PathView {
+            id: p.id,
+            usable: p.is_usable(),
+            status: p.status(),
+            srtt: p.rtt.smoothed(),
+            min_rtt: p.rtt.min(),
+            rttvar: p.rtt.var(),
+            cwnd: p.cc.window(),
+            in_flight: p.in_flight,
+            ready_at: p.ready_at(now, bytes as u64),
+            rate:
+                p.cc.bandwidth().unwrap_or(p.monitor.max_delivery_rate).max(p.monitor.delivery_rate).max(1.0),
+            loss_rate: p.monitor.loss_rate,
+            mtu: p.mtu,
+        }));
     }
 
     fn poll_data(&mut self, now: Timestamp, buf: &mut Vec<u8>) -> Option<Transmit> {
@@ -338,8 +331,11 @@ impl Session {
                 }
                 return None;
             };
-            let views = self.path_views(now, info.bytes);
-            match self.scheduler.select(now, &views, &info) {
+            let mut views = std::mem::take(&mut self.views_scratch);
+            self.path_views(now, info.bytes, &mut views);
+            let decision = self.scheduler.select(now, &views, &info);
+            self.views_scratch = views;
+            match decision {
                 Decision::Send(id) => {
                     let idx = self.paths.iter().position(|p| p.id == id)?;
                     return Some(self.build_data(now, idx, buf, &[]));

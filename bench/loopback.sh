@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Unshaped loopback throughput of one TCP stream through braid (client and server, two paths:
+# 127.0.0.1 and 127.0.0.2), next to a plain TCP copy over loopback, in one run.
+# Prints Gbit/s and CPU-seconds per GB (user+system of the processes involved).
+# Needs: iperf3. Usage: bench/loopback.sh [SECONDS] [CONGESTION]
+set -euo pipefail
+SECS=${1:-10}
+cd "$(dirname "$0")/.."
+cargo build -q --release -p braid
+B=$PWD/target/release/braid
+T=$(mktemp -d)
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$T"; }
+trap cleanup EXIT INT TERM
+command -v iperf3 >/dev/null || { echo "bench/loopback.sh needs iperf3" >&2; exit 1; }
+
+cpu() { # user+system seconds of a PID (and its threads)
+  awk -v hz="$(getconf CLK_TCK)" '{print ($14+$15)/hz}' "/proc/$1/stat"
+}
+
+$B genkey > "$T/s.key"; $B genkey > "$T/c.key"; chmod 600 "$T"/*.key
+SPUB=$($B pubkey < "$T/s.key"); CPUB=$($B pubkey < "$T/c.key")
+iperf3 -s -p 5299 -1 >/dev/null 2>&1 & PIDS+=($!); IPS1=$!
+sleep 0.3
+# Plain TCP over loopback.
+TCP_JSON=$(iperf3 -c 127.0.0.1 -p 5299 -t "$SECS" -J)
+wait "$IPS1" 2>/dev/null || true
+TCP_BPS=$(echo "$TCP_JSON" | python3 -c 'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"])')
+TCP_CPU=$(echo "$TCP_JSON" | python3 -c 'import json,sys; j=json.load(sys.stdin)["end"]["cpu_utilization_percent"]; print((j["host_total"]+j["remote_total"])/100)')
+
+# braid: server, client with two paths, a port forward to iperf3.
+$B --log warn server --listen 127.0.0.1:7400 --key "$T/s.key" --client "$CPUB" --allow-private & PIDS+=($!); SP=$!
+$B --log warn client --server 127.0.0.1:7400 --server-key "$SPUB" --key "$T/c.key" --link 127.0.0.1 --link 127.0.0.2 \
+  --forward 127.0.0.1:5300=127.0.0.1:5298 --status 127.0.0.1:7402 & PIDS+=($!); CP=$!
+iperf3 -s -p 5298 -1 >/dev/null 2>&1 & PIDS+=($!)
+sleep 1.5
+C0=$(cpu "$CP"); S0=$(cpu "$SP")
+BR_JSON=$(iperf3 -c 127.0.0.1 -p 5300 -t "$SECS" -J)
+C1=$(cpu "$CP"); S1=$(cpu "$SP")
+BR_BPS=$(echo "$BR_JSON" | python3 -c 'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"])')
+PATHS=$($B status --addr 127.0.0.1:7402 | grep -cE '^  [0-9]+ ' || true)
+python3 - "$SECS" "$TCP_BPS" "$TCP_CPU" "$BR_BPS" "$C0" "$C1" "$S0" "$S1" "$PATHS" <<'PY'
+import sys
+secs, tcp_bps, tcp_cpu_frac, br_bps, c0, c1, s0, s1, paths = sys.argv[1:]
+secs=float(secs); tcp_bps=float(tcp_bps); br_bps=float(br_bps)
+tcp_gb = tcp_bps*secs/8/1e9; br_gb = br_bps*secs/8/1e9
+tcp_cpu = float(tcp_cpu_frac)*secs
+br_cpu = (float(c1)-float(c0)) + (float(s1)-float(s0))
+print(f"{'':28} {'Gbit/s':>8} {'CPU-s per GB':>13}")
+print(f"{'plain TCP over loopback':28} {tcp_bps/1e9:8.2f} {tcp_cpu/tcp_gb:13.2f}   (iperf3 sender+receiver)")
+print(f"{'braid, 1 stream, '+paths+' paths':28} {br_bps/1e9:8.2f} {br_cpu/br_gb:13.2f}   (braid client+server; iperf3 not counted)")
+print(f"ratio braid / TCP: {br_bps/tcp_bps:.3f}")
+PY

@@ -1,0 +1,208 @@
+//! End-to-end tests over loopback relays: real sockets, real tokio, the whole daemon.
+
+use braid_core::SessionConfig;
+use braid_daemon::{start_client, start_server, Failure};
+use braid_emu::testbed::{
+    client_settings, download_socks, server_settings, start_source, Keys, Testbed, TestbedConfig,
+};
+use braid_sim::LinkSpec;
+use fast_socks5::client::Socks5Datagram;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream, UdpSocket};
+
+fn links(specs: &[&str]) -> Vec<LinkSpec> {
+    specs.iter().map(|s| LinkSpec::parse(s).unwrap()).collect()
+}
+
+fn quick_session() -> SessionConfig {
+    SessionConfig { handshake_timeout: Duration::from_secs(2), ..SessionConfig::default() }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_megabytes_arrive_identical_while_a_path_is_cut_and_restored() {
+    let source = start_source(50 << 20, 9).await.unwrap();
+    let bed = Testbed::start(TestbedConfig::new(links(&["200mbit/2ms", "100mbit/5ms"]))).await.unwrap();
+    let relay = bed.relays[0].clone();
+    let cutter = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        relay.set_down(true);
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        relay.set_down(false);
+    });
+    let d = download_socks(bed.client.socks_addr.unwrap(), source.addr, |_| {}).await.unwrap();
+    cutter.await.unwrap();
+    assert_eq!(d.bytes, source.len);
+    assert_eq!(d.sha256, source.sha256, "the download differs from the source");
+    let st = bed.client.board.snapshot();
+    assert!(
+        st.sessions[0].paths.iter().any(|p| p.blackouts > 0),
+        "the cut went unnoticed: {:?}",
+        st.sessions[0].paths
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn port_forward_carries_a_tcp_connection_both_ways() {
+    let echo = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let target = echo.local_addr().unwrap();
+    let uecho = UdpSocket::bind(target).await.unwrap();
+    tokio::spawn(async move {
+        let mut buf = [0u8; 2048];
+        while let Ok((n, from)) = uecho.recv_from(&mut buf).await {
+            let _ = uecho.send_to(&buf[..n], from).await;
+        }
+    });
+    tokio::spawn(async move {
+        while let Ok((mut c, _)) = echo.accept().await {
+            tokio::spawn(async move {
+                let (mut r, mut w) = c.split();
+                let _ = tokio::io::copy(&mut r, &mut w).await;
+            });
+        }
+    });
+    let cfg = TestbedConfig {
+        forwards: vec![target.to_string()],
+        socks: false,
+        ..TestbedConfig::new(links(&["50mbit/5ms", "20mbit/10ms"]))
+    };
+    let bed = Testbed::start(cfg).await.unwrap();
+    let mut c = TcpStream::connect(bed.client.forward_addrs[0]).await.unwrap();
+    let msg: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+    c.write_all(&msg).await.unwrap();
+    c.shutdown().await.unwrap();
+    let mut back = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), c.read_to_end(&mut back)).await.unwrap().unwrap();
+    assert_eq!(back, msg);
+    // The forward's port carries UDP to the same target port as well.
+    let u = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let mut answered = false;
+    for i in 0..20u8 {
+        u.send_to(&[7, 7, i], bed.client.forward_addrs[0]).await.unwrap();
+        let mut buf = [0u8; 16];
+        if let Ok(Ok((n, _))) = tokio::time::timeout(Duration::from_millis(300), u.recv_from(&mut buf)).await
+        {
+            assert_eq!(&buf[..2], &[7, 7]);
+            assert_eq!(n, 3);
+            answered = true;
+            break;
+        }
+    }
+    assert!(answered, "no UDP answer through the forward");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn udp_associate_round_trip() {
+    let echo = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let target = echo.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut buf = [0u8; 2048];
+        while let Ok((n, from)) = echo.recv_from(&mut buf).await {
+            let _ = echo.send_to(&buf[..n], from).await;
+        }
+    });
+    let bed = Testbed::start(TestbedConfig::new(links(&["50mbit/5ms", "20mbit/10ms"]))).await.unwrap();
+    let control = TcpStream::connect(bed.client.socks_addr.unwrap()).await.unwrap();
+    let dg = Socks5Datagram::bind(control, "127.0.0.1:0").await.unwrap();
+    let mut got = None;
+    for i in 0..20u8 {
+        dg.send_to(&[b'u', b'd', b'p', i], target).await.unwrap();
+        let mut buf = [0u8; 64];
+        if let Ok(Ok((n, from))) =
+            tokio::time::timeout(Duration::from_millis(500), dg.recv_from(&mut buf)).await
+        {
+            got = Some((buf[..n].to_vec(), from));
+            break;
+        }
+    }
+    let (data, _) = got.expect("no UDP answer through the association");
+    assert_eq!(&data[..3], b"udp");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_server_key_is_reported_as_no_answer() {
+    let keys = Keys::generate();
+    let server = start_server(server_settings(&keys, quick_session(), false)).await.unwrap();
+    let mut cs = client_settings(
+        &keys,
+        server.addr,
+        &[server.addr],
+        &TestbedConfig { session: quick_session(), ..TestbedConfig::new(vec![]) },
+    );
+    cs.server_key = braid_daemon::keyfile::generate().public_key();
+    let client = start_client(cs).await.unwrap();
+    let err = tokio::time::timeout(Duration::from_secs(15), client.wait()).await.unwrap().unwrap_err();
+    assert!(matches!(err, Failure::NoAnswer(_)), "{err}");
+    assert_eq!(err.exit_code(), 5);
+    assert!(err.to_string().contains("key"), "{err}");
+    let st = server.board.snapshot();
+    assert!(
+        st.endpoint_dropped.get("handshake_decrypt").copied().unwrap_or(0) > 0,
+        "{:?}",
+        st.endpoint_dropped
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_client_key_is_refused() {
+    let keys = Keys::generate();
+    let server = start_server(server_settings(&keys, quick_session(), false)).await.unwrap();
+    let mut cs = client_settings(
+        &keys,
+        server.addr,
+        &[server.addr],
+        &TestbedConfig { session: quick_session(), ..TestbedConfig::new(vec![]) },
+    );
+    cs.secret = braid_daemon::keyfile::generate();
+    let client = start_client(cs).await.unwrap();
+    let err = tokio::time::timeout(Duration::from_secs(15), client.wait()).await.unwrap().unwrap_err();
+    assert!(matches!(err, Failure::Refused(_)), "{err}");
+    assert_eq!(err.exit_code(), 6);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_down_is_reported_as_unreachable() {
+    let keys = Keys::generate();
+    // A port with nothing behind it: the kernel answers with ICMP port unreachable.
+    let closed = UdpSocket::bind("127.0.0.1:0").await.unwrap().local_addr().unwrap();
+    let cs = client_settings(
+        &keys,
+        closed,
+        &[closed],
+        &TestbedConfig { session: quick_session(), ..TestbedConfig::new(vec![]) },
+    );
+    let client = start_client(cs).await.unwrap();
+    let err = tokio::time::timeout(Duration::from_secs(15), client.wait()).await.unwrap().unwrap_err();
+    assert!(matches!(err, Failure::Unreachable(_)), "{err}");
+    assert_eq!(err.exit_code(), 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_survives_garbage_on_its_port() {
+    let source = start_source(8 << 20, 3).await.unwrap();
+    let bed = Testbed::start(TestbedConfig::new(links(&["100mbit/2ms", "50mbit/5ms"]))).await.unwrap();
+    let server = bed.server.addr;
+    let junk = tokio::spawn(async move {
+        let s = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        for i in 0..3000u32 {
+            let len = (i * 7919 % 1500) as usize;
+            let mut pkt: Vec<u8> = (0..len).map(|j| (j as u32 * 31 + i) as u8).collect();
+            if let Some(b) = pkt.first_mut() {
+                *b = (i % 5) as u8; // all packet types, valid and not
+            }
+            let _ = s.send_to(&pkt, server).await;
+            if i % 100 == 0 {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        }
+    });
+    let d = download_socks(bed.client.socks_addr.unwrap(), source.addr, |_| {}).await.unwrap();
+    junk.await.unwrap();
+    assert_eq!(d.sha256, source.sha256);
+    // The server is still serving.
+    let d2 = download_socks(bed.client.socks_addr.unwrap(), source.addr, |_| {}).await.unwrap();
+    assert_eq!(d2.sha256, source.sha256);
+    let st = bed.server.board.snapshot();
+    let dropped: u64 = st.endpoint_dropped.values().sum();
+    assert!(dropped > 1000, "garbage was not counted: {:?}", st.endpoint_dropped);
+}
