@@ -11,19 +11,14 @@ pub fn evaluate(report: &LabReport) -> Vec<String> {
         return failed;
     };
     let mut seen = 0;
-    for w in report
-        .workloads
-        .iter()
-        .filter(|w| w.workload.kind == WorkloadKind::Bulk)
-    {
+    for w in report.workloads.iter().filter(|w| w.workload.kind == WorkloadKind::Bulk) {
         for r in w.rows.iter().filter(|r| r.name.starts_with("braid-")) {
             seen += 1;
             match (r.status, r.ratio_to_sum_of_singles) {
                 (Status::Ok, Some(x)) if x >= min => {}
-                (Status::Ok, Some(x)) => failed.push(format!(
-                    "{} {}: ratio to the sum of singles {x:.3} < {min}",
-                    w.name, r.name
-                )),
+                (Status::Ok, Some(x)) => {
+                    failed.push(format!("{} {}: ratio to the sum of singles {x:.3} < {min}", w.name, r.name))
+                }
                 (Status::Ok, None) => failed.push(format!(
                     "{} {}: no sum of singles to compare with (run the singles too)",
                     w.name, r.name
@@ -38,9 +33,7 @@ pub fn evaluate(report: &LabReport) -> Vec<String> {
         }
     }
     if seen == 0 && !report.interrupted {
-        failed.push(format!(
-            "min_braid_ratio = {min} is set but no bulk workload ran a braid contender"
-        ));
+        failed.push(format!("min_braid_ratio = {min} is set but no bulk workload ran a braid contender"));
     }
     failed
 }

@@ -38,6 +38,7 @@ pub mod contender;
 pub mod iperf;
 pub mod metrics;
 mod overrides;
+pub mod recovery;
 pub mod report;
 pub mod results;
 mod runner;
@@ -80,25 +81,14 @@ fn check(file: &std::path::Path) -> anyhow::Result<i32> {
             format_duration(l.jitter),
             l.loss_percent,
             format_duration(l.queue),
-            l.cut_at
-                .map(|c| format!(" cut at {}", format_duration(c)))
-                .unwrap_or_default(),
-            l.restore_at
-                .map(|r| format!(" restore at {}", format_duration(r)))
-                .unwrap_or_default(),
+            l.cut_at.map(|c| format!(" cut at {}", format_duration(c))).unwrap_or_default(),
+            l.restore_at.map(|r| format!(" restore at {}", format_duration(r))).unwrap_or_default(),
         );
     }
     for w in &s.workloads {
-        println!(
-            "  workload {} for {}",
-            w.name(),
-            format_duration(w.duration)
-        );
+        println!("  workload {} for {}", w.name(), format_duration(w.duration));
     }
-    let names: Vec<String> = overrides::contender_list(&s)
-        .iter()
-        .map(|c| c.name())
-        .collect();
+    let names: Vec<String> = overrides::contender_list(&s).iter().map(|c| c.name()).collect();
     println!("  contenders: {}", names.join(", "));
     println!("  repeats: {}", s.repeats);
     if let Some(r) = s.checks.min_braid_ratio {

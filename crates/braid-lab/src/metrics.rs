@@ -85,11 +85,7 @@ mod tests {
         values
             .iter()
             .enumerate()
-            .map(|(i, &bps)| Sample {
-                start: i as f64 * 0.1,
-                end: (i + 1) as f64 * 0.1,
-                bps,
-            })
+            .map(|(i, &bps)| Sample { start: i as f64 * 0.1, end: (i + 1) as f64 * 0.1, bps })
             .collect()
     }
 
@@ -129,10 +125,7 @@ mod tests {
         let v: Vec<f64> = a.iter().map(|x| (x.bps * 1e6).round() / 1e6).collect();
         assert_eq!(v, [0.0, 5.0, 15.0]);
         let same = trailing_average(&s, 1);
-        assert!(same
-            .iter()
-            .zip(&s)
-            .all(|(a, b)| (a.bps - b.bps).abs() < 1e-9));
+        assert!(same.iter().zip(&s).all(|(a, b)| (a.bps - b.bps).abs() < 1e-9));
     }
 
     #[test]

@@ -9,12 +9,7 @@ use crate::scenario::{Contenders, Scenario, WorkloadKind};
 
 /// Replaces the scenario's contenders with a `--contenders` list.
 pub fn contenders_from_list(scenario: &Scenario, list: &[String]) -> Result<Contenders> {
-    let mut c = Contenders {
-        singles: false,
-        mptcp: false,
-        aggligator: false,
-        braid: Vec::new(),
-    };
+    let mut c = Contenders { singles: false, mptcp: false, aggligator: false, braid: Vec::new() };
     for item in list.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
         match item {
             "singles" => c.singles = true,
@@ -69,11 +64,7 @@ pub fn apply(
         for w in &mut scenario.workloads {
             w.duration = d;
         }
-        if scenario
-            .workloads
-            .iter()
-            .any(|w| w.kind == WorkloadKind::Cut)
-        {
+        if scenario.workloads.iter().any(|w| w.kind == WorkloadKind::Cut) {
             for (k, l) in scenario.links.iter().enumerate() {
                 let last = l.restore_at.or(l.cut_at).unwrap_or_default();
                 if last + std::time::Duration::from_secs(1) > d {
@@ -97,10 +88,7 @@ pub fn apply(
         let known: Vec<String> = scenario.workloads.iter().map(|w| w.name()).collect();
         for n in names {
             if !known.contains(n) {
-                bail!(
-                    "--workloads: no workload {n:?} in the scenario (it has: {})",
-                    known.join(", ")
-                );
+                bail!("--workloads: no workload {n:?} in the scenario (it has: {})", known.join(", "));
             }
         }
         scenario.workloads.retain(|w| names.contains(&w.name()));

@@ -94,10 +94,15 @@ pub struct Row {
     pub ratio_to_sum_of_singles: Option<f64>,
     /// Goodput ÷ link rates (time-weighted when links are cut).
     pub ratio_to_link_rates: Option<f64>,
-    /// Cut workloads: time until goodput stays ≥ 90% of the surviving capacity (worst cut).
+    /// Cut workloads: time until the per-100 ms goodput stays ≥ 90% of the surviving capacity
+    /// (worst cut of a run; median over runs).
     pub recovery_ms: Option<f64>,
     /// Cut workloads: whether a recovery time applies and was not reached.
     pub not_recovered: bool,
+    /// Cut workloads: the recovery time measured on a 0.5 s trailing average.
+    pub recovery_avg_ms: Option<f64>,
+    /// Cut workloads: the 0.5 s average did not recover.
+    pub not_recovered_avg: bool,
     /// Cut workloads: time after a restore until the 0.5 s average goodput stays ≥ 90% of
     /// the full capacity.
     pub restore_ms: Option<f64>,

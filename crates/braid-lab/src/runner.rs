@@ -14,7 +14,7 @@ use crate::results::{LabReport, RunRecord, Status, WorkloadResult};
 use crate::scenario::units::format_rate;
 use crate::scenario::{Scenario, Workload, WorkloadKind};
 use crate::sys::cmd;
-use crate::sys::netns::http_get;
+use crate::sys::netns::{http_get, in_netns};
 use crate::sys::signal::{self, Interrupted, SignalGuard};
 use crate::topo::{stale, Lab, Names};
 use crate::transfer::{run_transfer, schedule};
@@ -26,17 +26,10 @@ const SETTLE: Duration = Duration::from_secs(1);
 
 /// Reads and validates a scenario file.
 pub fn load_scenario(path: &Path) -> Result<Scenario> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read scenario {}", path.display()))?;
-    let stem = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    Ok(crate::scenario::parse_scenario(
-        &path.display().to_string(),
-        &text,
-        &stem,
-    )?)
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read scenario {}", path.display()))?;
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    Ok(crate::scenario::parse_scenario(&path.display().to_string(), &text, &stem)?)
 }
 
 /// Fails unless running as root.
@@ -97,19 +90,11 @@ pub fn run(args: RunArgs) -> Result<i32> {
     require_root("braid lab run")?;
     require_tools(&scenario)?;
     let tools = Tools::discover(args.braid.as_deref(), args.agg_tunnel.as_deref());
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("lab-out").join(&scenario.name));
+    let out = args.out.clone().unwrap_or_else(|| PathBuf::from("lab-out").join(&scenario.name));
     std::fs::create_dir_all(out.join("raw"))
         .with_context(|| format!("creating report directory {}", out.display()))?;
     let _signals = SignalGuard::install().context("installing signal handlers")?;
-    let ctx = Ctx {
-        scenario: &scenario,
-        tools: &tools,
-        out: &out,
-        quiet: args.quiet,
-    };
+    let ctx = Ctx { scenario: &scenario, tools: &tools, out: &out, quiet: args.quiet };
     for line in stale::sweep()? {
         ctx.say(&format!("removed stale {line}"));
     }
@@ -135,11 +120,10 @@ pub fn run(args: RunArgs) -> Result<i32> {
     let mut code = EXIT_OK;
     let result = match Lab::build(names, &scenario.links) {
         Ok(mut lab) => {
+            note_default_cc(&lab, &contenders, &mut report);
             let r = run_workloads(&ctx, &mut lab, &contenders, &mut report);
             if let Err(e) = preserve_logs(lab.dir(), &out.join("logs")) {
-                report
-                    .notes
-                    .push(format!("could not copy process logs: {e:#}"));
+                report.notes.push(format!("could not copy process logs: {e:#}"));
             }
             let left = lab.teardown();
             drop(lab);
@@ -185,10 +169,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
 
 fn write_outputs(ctx: &Ctx, args: &RunArgs, report: &LabReport, checks: &[String]) -> Result<()> {
     report::write(ctx.out, report, checks)?;
-    ctx.say(&format!(
-        "report written to {}",
-        ctx.out.join("report.md").display()
-    ));
+    ctx.say(&format!("report written to {}", ctx.out.join("report.md").display()));
     if args.json {
         let s = serde_json::to_string(&report::json::summary(report, checks))?;
         let mut stdout = std::io::stdout().lock();
@@ -198,20 +179,11 @@ fn write_outputs(ctx: &Ctx, args: &RunArgs, report: &LabReport, checks: &[String
 }
 
 fn estimate_secs(s: &Scenario, contenders: &[Contender]) -> u64 {
-    let per_run: f64 = s
-        .workloads
-        .iter()
-        .map(|w| w.duration.as_secs_f64() + 3.0)
-        .sum();
+    let per_run: f64 = s.workloads.iter().map(|w| w.duration.as_secs_f64() + 3.0).sum();
     (per_run * contenders.len() as f64 * s.repeats as f64 + 5.0) as u64
 }
 
-fn run_workloads(
-    ctx: &Ctx,
-    lab: &mut Lab,
-    contenders: &[Contender],
-    report: &mut LabReport,
-) -> Result<()> {
+fn run_workloads(ctx: &Ctx, lab: &mut Lab, contenders: &[Contender], report: &mut LabReport) -> Result<()> {
     let mut skipped_once = Vec::new();
     for w in &ctx.scenario.workloads {
         let name = w.name();
@@ -223,13 +195,7 @@ fn run_workloads(
                     report.notes.push(format!("{} skipped: {why}", c.name()));
                     skipped_once.push(c.name());
                 }
-                runs.push(RunRecord::without_figures(
-                    &c.name(),
-                    &name,
-                    1,
-                    Status::Skipped,
-                    why,
-                ));
+                runs.push(RunRecord::without_figures(&c.name(), &name, 1, Status::Skipped, why));
                 continue;
             }
             for rep in 1..=ctx.scenario.repeats {
@@ -239,13 +205,9 @@ fn run_workloads(
                         finish_workload(ctx, w, contenders, runs, report);
                         return Err(e);
                     }
-                    Err(e) => RunRecord::without_figures(
-                        &c.name(),
-                        &name,
-                        rep,
-                        Status::Failed,
-                        format!("{e:#}"),
-                    ),
+                    Err(e) => {
+                        RunRecord::without_figures(&c.name(), &name, rep, Status::Failed, format!("{e:#}"))
+                    }
                 };
                 ctx.say(&progress_line(&rec));
                 runs.push(rec);
@@ -288,12 +250,7 @@ fn finish_workload(
         rows = summary::summarize(ctx.scenario, w, contenders, &runs, Some(&cap));
         capacity_source = Some(cap.source);
     }
-    report.workloads.push(WorkloadResult {
-        name,
-        workload: w.clone(),
-        rows,
-        capacity_source,
-    });
+    report.workloads.push(WorkloadResult { name, workload: w.clone(), rows, capacity_source });
     report.runs.append(&mut runs);
 }
 
@@ -303,18 +260,11 @@ fn progress_line(r: &RunRecord) -> String {
         (Status::Ok, Some(g)) => {
             let mut s = format!("{head}: {}", format_rate(g));
             if let Some(u) = r.udp {
-                s.push_str(&format!(
-                    ", loss {:.2}%, jitter {:.2} ms",
-                    u.lost_percent, u.jitter_ms
-                ));
+                s.push_str(&format!(", loss {:.2}%, jitter {:.2} ms", u.lost_percent, u.jitter_ms));
             }
             s
         }
-        _ => format!(
-            "{head}: {:?} — {}",
-            r.status,
-            r.reason.clone().unwrap_or_default()
-        ),
+        _ => format!("{head}: {:?} — {}", r.status, r.reason.clone().unwrap_or_default()),
     }
 }
 
@@ -323,13 +273,7 @@ fn run_one(ctx: &Ctx, lab: &mut Lab, c: &Contender, w: &Workload, rep: u32) -> R
     let wname = w.name();
     let tag = format!("{wname}-{}-{rep}", c.name());
     let traffic = match w.kind {
-        WorkloadKind::Cbr {
-            rate_bps,
-            packet_size,
-        } => Traffic::Udp {
-            rate_bps,
-            packet_size,
-        },
+        WorkloadKind::Cbr { rate_bps, packet_size } => Traffic::Udp { rate_bps, packet_size },
         _ => Traffic::Tcp,
     };
     let running = contender::start(c, lab, ctx.tools, traffic, &tag)?;
@@ -342,14 +286,8 @@ fn run_one(ctx: &Ctx, lab: &mut Lab, c: &Contender, w: &Workload, rep: u32) -> R
         direction: w.direction,
         traffic,
     };
-    let events = if w.kind == WorkloadKind::Cut {
-        schedule(&ctx.scenario.links)
-    } else {
-        Vec::new()
-    };
-    let raw_rel = PathBuf::from("raw")
-        .join(&wname)
-        .join(format!("{}-{rep}.json", c.name()));
+    let events = if w.kind == WorkloadKind::Cut { schedule(&ctx.scenario.links) } else { Vec::new() };
+    let raw_rel = PathBuf::from("raw").join(&wname).join(format!("{}-{rep}.json", c.name()));
     let raw = ctx.out.join(&raw_rel);
     if let Some(parent) = raw.parent() {
         std::fs::create_dir_all(parent)?;
@@ -388,9 +326,7 @@ fn run_one(ctx: &Ctx, lab: &mut Lab, c: &Contender, w: &Workload, rep: u32) -> R
         goodput_bps: Some(transfer.measurement.goodput_bps),
         retransmits: transfer.retransmits,
         udp: transfer.measurement.udp,
-        mptcp_joins: (*c == Contender::Mptcp)
-            .then_some(transfer.mptcp_joins)
-            .flatten(),
+        mptcp_joins: (*c == Contender::Mptcp).then_some(transfer.mptcp_joins).flatten(),
         events: transfer.events,
         series: transfer.measurement.series,
         notes,
@@ -417,6 +353,27 @@ fn preserve_logs(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Records the namespaces' default TCP congestion control: iperf3 sets CUBIC per socket, but
+/// agg-tunnel's link sockets use the default, which a namespace cannot change (only to a
+/// controller in the host's `tcp_allowed_congestion_control`).
+fn note_default_cc(lab: &Lab, contenders: &[Contender], report: &mut LabReport) {
+    let read = || std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control");
+    let Ok(Ok(cc)) = in_netns(lab.cli(), read) else {
+        return;
+    };
+    let cc = cc.trim().to_string();
+    report.machine.push(format!("default TCP congestion control in the namespaces: {cc}"));
+    if cc != "cubic" && contenders.contains(&Contender::Aggligator) {
+        report.notes.push(format!(
+            "aggligator's TCP links use the namespaces' default congestion control ({cc}); \
+             iperf3 (single links, MPTCP, and the local legs of aggligator and braid) uses \
+             CUBIC per socket. The lab leaves the host's tcp_allowed_congestion_control alone, \
+             so it cannot make agg-tunnel use CUBIC; weigh its figures accordingly, above all \
+             with loss."
+        ));
+    }
+}
+
 /// Kernel, CPU count and tool versions, for the report.
 fn machine_info(tools: &Tools) -> Vec<String> {
     let mut v = Vec::new();
@@ -425,6 +382,10 @@ fn machine_info(tools: &Tools) -> Vec<String> {
     }
     if let Ok(n) = std::thread::available_parallelism() {
         v.push(format!("{n} CPU(s)"));
+    }
+    if let Ok(load) = std::fs::read_to_string("/proc/loadavg") {
+        let l: Vec<&str> = load.split_whitespace().take(3).collect();
+        v.push(format!("load average at start {}", l.join(" ")));
     }
     if let Ok(out) = cmd::run_ok(&["iperf3", "--version"]) {
         if let Some(first) = out.lines().next() {

@@ -2,13 +2,10 @@
 //! the recovery times.
 
 use crate::contender::Contender;
-use crate::metrics::{
-    median_index, ratio, time_to_target, trailing_average, RECOVERED_SHARE, RESTORE_WINDOW,
-    TCP_EFFICIENCY,
-};
+use crate::metrics::{median_index, ratio, TCP_EFFICIENCY};
+use crate::recovery::{describe, median, run_times, RunTimes, Timing};
 use crate::results::{Row, RunRecord, Status, WorkloadResult};
 use crate::scenario::{Scenario, Workload, WorkloadKind};
-use crate::transfer::{Action, AppliedEvent};
 
 /// Name of the computed sum-of-singles row.
 pub const SUM_OF_SINGLES: &str = "sum-of-singles";
@@ -36,9 +33,9 @@ pub fn reference_capacity(
             .find(|r| r.name == Contender::Single(i).name() && r.status == Status::Ok)
             .and_then(|r| r.goodput_bps)
     };
-    let bulk = done.iter().find(|w| {
-        w.workload.kind == WorkloadKind::Bulk && w.workload.direction == workload.direction
-    });
+    let bulk = done
+        .iter()
+        .find(|w| w.workload.kind == WorkloadKind::Bulk && w.workload.direction == workload.direction);
     let mut sources = Vec::new();
     let per_link_bps = scenario
         .links
@@ -60,10 +57,7 @@ pub fn reference_capacity(
             link.rate_bps as f64 * TCP_EFFICIENCY
         })
         .collect();
-    Capacity {
-        per_link_bps,
-        source: sources.join("; "),
-    }
+    Capacity { per_link_bps, source: sources.join("; ") }
 }
 
 fn w_name(w: Option<&WorkloadResult>) -> String {
@@ -106,26 +100,23 @@ pub fn summarize(
     let mut rows: Vec<Row> = contenders
         .iter()
         .map(|c| {
-            let mine: Vec<&RunRecord> = runs
-                .iter()
-                .filter(|r| r.workload == name && r.contender == c.name())
-                .collect();
+            let mine: Vec<&RunRecord> =
+                runs.iter().filter(|r| r.workload == name && r.contender == c.name()).collect();
             let mut row = median_row(&c.name(), &name, &mine);
             let only = match c {
                 Contender::Single(i) => Some(*i),
                 _ => None,
             };
             if !cbr {
-                row.ratio_to_link_rates = row
-                    .goodput_bps
-                    .and_then(|g| ratio(g, available_rate(scenario, workload, only)));
+                row.ratio_to_link_rates =
+                    row.goodput_bps.and_then(|g| ratio(g, available_rate(scenario, workload, only)));
             }
             if matches!(c, Contender::Braid(_)) {
                 row.retransmits = None;
             }
             if workload.kind == WorkloadKind::Cut && c.is_multipath() && row.status == Status::Ok {
                 if let Some(cap) = capacity {
-                    apply_recovery(&mut row, &cap.per_link_bps);
+                    apply_recovery(&mut row, &mine, &cap.per_link_bps);
                 }
             }
             row
@@ -147,20 +138,16 @@ pub fn summarize(
             r.ratio_to_sum_of_singles = r.goodput_bps.zip(sum_bps).and_then(|(g, s)| ratio(g, s));
         }
         if let Some(r) = rows.get_mut(at) {
-            r.ratio_to_link_rates = r
-                .goodput_bps
-                .and_then(|g| ratio(g, available_rate(scenario, workload, None)));
+            r.ratio_to_link_rates =
+                r.goodput_bps.and_then(|g| ratio(g, available_rate(scenario, workload, None)));
         }
     }
     rows
 }
 
 fn median_row(contender: &str, workload: &str, runs: &[&RunRecord]) -> Row {
-    let ok: Vec<&RunRecord> = runs
-        .iter()
-        .copied()
-        .filter(|r| r.status == Status::Ok && r.goodput_bps.is_some())
-        .collect();
+    let ok: Vec<&RunRecord> =
+        runs.iter().copied().filter(|r| r.status == Status::Ok && r.goodput_bps.is_some()).collect();
     let mut notes: Vec<String> = runs.iter().flat_map(|r| r.notes.iter().cloned()).collect();
     notes.dedup();
     let mut row = Row {
@@ -173,6 +160,8 @@ fn median_row(contender: &str, workload: &str, runs: &[&RunRecord]) -> Row {
         ratio_to_link_rates: None,
         recovery_ms: None,
         not_recovered: false,
+        recovery_avg_ms: None,
+        not_recovered_avg: false,
         restore_ms: None,
         not_restored: false,
         retransmits: None,
@@ -205,13 +194,7 @@ fn median_row(contender: &str, workload: &str, runs: &[&RunRecord]) -> Row {
             .iter()
             .find(|r| r.status != Status::Ok)
             .and_then(|r| r.reason.clone())
-            .map(|r| {
-                format!(
-                    "{} of {} runs failed: {r}",
-                    runs.len() - ok.len(),
-                    runs.len()
-                )
-            });
+            .map(|r| format!("{} of {} runs failed: {r}", runs.len() - ok.len(), runs.len()));
     }
     row
 }
@@ -232,56 +215,32 @@ fn sum_row<'a>(workload: &str, singles: impl Iterator<Item = &'a Row>) -> Row {
     row
 }
 
-/// Fills recovery and restore times from the row's series and events.
-fn apply_recovery(row: &mut Row, capacity: &[f64]) {
-    let Some(end) = row.series.last().map(|s| s.end) else {
-        return;
-    };
-    let mut up = vec![true; capacity.len()];
-    let mut cut_times = Vec::new();
-    let mut restore_times = Vec::new();
-    let events: Vec<AppliedEvent> = row.events.clone();
-    let smoothed = trailing_average(&row.series, RESTORE_WINDOW);
-    for (k, e) in events.iter().enumerate() {
-        if let Some(slot) = up.get_mut(e.link.wrapping_sub(1)) {
-            *slot = e.action == Action::Restore;
-        }
-        let until = events.get(k + 1).map(|n| n.at_s).unwrap_or(end);
-        let surviving: f64 = capacity
-            .iter()
-            .zip(&up)
-            .filter(|(_, &u)| u)
-            .map(|(c, _)| c)
-            .sum();
-        if surviving <= 0.0 {
-            continue;
-        }
-        let target = RECOVERED_SHARE * surviving;
-        match e.action {
-            Action::Cut => cut_times.push(time_to_target(&row.series, e.at_s, until, target)),
-            Action::Restore => restore_times.push(time_to_target(&smoothed, e.at_s, until, target)),
-        }
+/// Fills the recovery figures from every successful run (median over repeats).
+fn apply_recovery(row: &mut Row, runs: &[&RunRecord], capacity: &[f64]) {
+    let times: Vec<RunTimes> = runs
+        .iter()
+        .filter(|r| r.status == Status::Ok)
+        .map(|r| run_times(&r.series, &r.events, capacity))
+        .collect();
+    let pick = |f: fn(&RunTimes) -> Option<Timing>| median(&times.iter().map(f).collect::<Vec<_>>());
+    let recovery = pick(|t| t.recovery);
+    let recovery_avg = pick(|t| t.recovery_avg);
+    let restore = pick(|t| t.restore);
+    row.recovery_ms = recovery.and_then(Timing::ms);
+    row.not_recovered = recovery == Some(Timing::NotReached);
+    row.recovery_avg_ms = recovery_avg.and_then(Timing::ms);
+    row.not_recovered_avg = recovery_avg == Some(Timing::NotReached);
+    row.restore_ms = restore.and_then(Timing::ms);
+    row.not_restored = restore == Some(Timing::NotReached);
+    if times.len() > 1 {
+        let list = |f: fn(&RunTimes) -> Option<Timing>| {
+            times.iter().map(|t| describe(f(t))).collect::<Vec<_>>().join(", ")
+        };
+        row.notes.push(format!(
+            "per run: recovery {}; recovery (0.5 s avg) {}; back to full {}",
+            list(|t| t.recovery),
+            list(|t| t.recovery_avg),
+            list(|t| t.restore)
+        ));
     }
-    let worst = |v: &[Option<f64>]| -> (Option<f64>, bool) {
-        if v.is_empty() {
-            return (None, false);
-        }
-        if v.iter().any(Option::is_none) {
-            return (None, true);
-        }
-        (
-            v.iter()
-                .flatten()
-                .copied()
-                .reduce(f64::max)
-                .map(|s| s * 1e3),
-            false,
-        )
-    };
-    let (rec, not) = worst(&cut_times);
-    row.recovery_ms = rec;
-    row.not_recovered = not;
-    let (back, not_back) = worst(&restore_times);
-    row.restore_ms = back;
-    row.not_restored = not_back;
 }

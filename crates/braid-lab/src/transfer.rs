@@ -81,18 +81,10 @@ pub fn schedule(links: &[LinkSpec]) -> Vec<PlannedEvent> {
     let mut v = Vec::new();
     for (i, l) in links.iter().enumerate() {
         if let Some(at) = l.cut_at {
-            v.push(PlannedEvent {
-                link: i + 1,
-                at,
-                action: Action::Cut,
-            });
+            v.push(PlannedEvent { link: i + 1, at, action: Action::Cut });
         }
         if let Some(at) = l.restore_at {
-            v.push(PlannedEvent {
-                link: i + 1,
-                at,
-                action: Action::Restore,
-            });
+            v.push(PlannedEvent { link: i + 1, at, action: Action::Restore });
         }
     }
     v.sort_by_key(|e| e.at);
@@ -118,16 +110,8 @@ impl Counters {
     }
 
     fn read(&mut self) -> (Option<u64>, Option<u64>) {
-        let retrans = self
-            .sender_snmp
-            .read()
-            .ok()
-            .and_then(|t| counter(&t, "Tcp", "RetransSegs"));
-        let joins = self
-            .cli_netstat
-            .read()
-            .ok()
-            .and_then(|t| counter(&t, "MPTcpExt", "MPJoinSynAckRx"));
+        let retrans = self.sender_snmp.read().ok().and_then(|t| counter(&t, "Tcp", "RetransSegs"));
+        let joins = self.cli_netstat.read().ok().and_then(|t| counter(&t, "MPTcpExt", "MPJoinSynAckRx"));
         (retrans, joins)
     }
 }
@@ -182,10 +166,7 @@ fn run_inner(
         }
         if Instant::now() >= deadline {
             client.stop();
-            bail!(
-                "iperf3 client still running {}s after its test length; killed",
-                SLACK.as_secs()
-            );
+            bail!("iperf3 client still running {}s after its test length; killed", SLACK.as_secs());
         }
         if t0.is_none() && moved(&mut dev).saturating_sub(base) >= START_BYTES {
             t0 = Some(Instant::now());
@@ -214,11 +195,7 @@ fn run_inner(
             .err()
             .map(|e| format!("{e:#}"))
             .unwrap_or_default();
-        bail!(
-            "iperf3 client exited with {status}: {} {}",
-            why,
-            client.log_tail(300)
-        );
+        bail!("iperf3 client exited with {status}: {} {}", why, client.log_tail(300));
     }
     let measurement = parse_result(&text, spec.direction == Direction::Down)?;
     let (retrans1, joins1) = counters.read();
@@ -228,11 +205,7 @@ fn run_inner(
             "{} of {} link events did not happen before the transfer ended{}",
             events.len() - next,
             events.len(),
-            if t0.is_none() {
-                " (no data seen on the links)"
-            } else {
-                ""
-            }
+            if t0.is_none() { " (no data seen on the links)" } else { "" }
         ));
     }
     Ok(Transfer {
@@ -264,17 +237,7 @@ mod tests {
         b.restore_at = None;
         a.restore_at = Some(Duration::from_secs(12));
         let s = schedule(&[a, b]);
-        let v: Vec<(usize, u64, Action)> = s
-            .iter()
-            .map(|e| (e.link, e.at.as_secs(), e.action))
-            .collect();
-        assert_eq!(
-            v,
-            [
-                (2, 5, Action::Cut),
-                (1, 10, Action::Cut),
-                (1, 12, Action::Restore)
-            ]
-        );
+        let v: Vec<(usize, u64, Action)> = s.iter().map(|e| (e.link, e.at.as_secs(), e.action)).collect();
+        assert_eq!(v, [(2, 5, Action::Cut), (1, 10, Action::Cut), (1, 12, Action::Restore)]);
     }
 }

@@ -29,9 +29,7 @@ braid = ["minrtt"]
 
 #[test]
 fn braid_contender_follows_the_cli_contract() {
-    if let Some(why) =
-        common::skip_reason(&["ip", "tc", "iperf3", "python3", "vde_switch", "wirefilter"])
-    {
+    if let Some(why) = common::skip_reason(&["ip", "tc", "iperf3", "python3", "vde_switch", "wirefilter"]) {
         eprintln!("skipping: {why}");
         return;
     }

@@ -27,9 +27,7 @@ mptcp = true
 
 #[test]
 fn two_links_single_tcp_and_mptcp_then_nothing_left() {
-    if let Some(why) =
-        common::skip_reason(&["ip", "tc", "iperf3", "mptcpize", "vde_switch", "wirefilter"])
-    {
+    if let Some(why) = common::skip_reason(&["ip", "tc", "iperf3", "mptcpize", "vde_switch", "wirefilter"]) {
         eprintln!("skipping: {why}");
         return;
     }
@@ -70,27 +68,17 @@ fn two_links_single_tcp_and_mptcp_then_nothing_left() {
     assert!(l1 > 14e6 && l1 < 20.5e6, "link 1: {l1}");
     assert!(l2 > 3.5e6 && l2 < 5.2e6, "link 2: {l2}");
     assert!(mp > l1 * 0.8, "mptcp {mp} vs best link {l1}");
-    assert!(std::fs::read_to_string(out.join("report.md"))
-        .unwrap()
-        .contains("| mptcp |"));
+    assert!(std::fs::read_to_string(out.join("report.md")).unwrap().contains("| mptcp |"));
     assert!(out.join("goodput-bulk-up.svg").exists());
 
     let id = Names::for_pid(std::process::id()).id;
     assert!(
-        !stale::lab_namespaces()
-            .iter()
-            .any(|n| n.starts_with(&format!("{id}-"))),
+        !stale::lab_namespaces().iter().any(|n| n.starts_with(&format!("{id}-"))),
         "namespaces left: {:?}",
         stale::lab_namespaces()
     );
-    assert!(
-        stale::pids_mentioning(&format!("{id}/")).is_empty(),
-        "processes left"
-    );
-    assert!(
-        !Names::for_pid(std::process::id()).dir.exists(),
-        "scratch dir left"
-    );
+    assert!(stale::pids_mentioning(&format!("{id}/")).is_empty(), "processes left");
+    assert!(!Names::for_pid(std::process::id()).dir.exists(), "scratch dir left");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -104,35 +92,20 @@ fn sweep_removes_a_stale_run() {
     let dead = 4_190_000 + std::process::id() % 4000;
     let names = Names::for_pid(dead);
     let ok = |args: &[&str]| {
-        assert!(
-            Command::new(args[0])
-                .args(&args[1..])
-                .status()
-                .unwrap()
-                .success(),
-            "{args:?}"
-        )
+        assert!(Command::new(args[0]).args(&args[1..]).status().unwrap().success(), "{args:?}")
     };
     ok(&["ip", "netns", "add", &names.cli]);
     std::fs::create_dir_all(&names.dir).unwrap();
-    let mut inside = Command::new("ip")
-        .args(["netns", "exec", &names.cli, "sleep", "60"])
-        .spawn()
-        .unwrap();
+    let mut inside = Command::new("ip").args(["netns", "exec", &names.cli, "sleep", "60"]).spawn().unwrap();
     // Stands for a wirefilter: a root-namespace process whose command line names the scratch
     // directory. The trailing `:` keeps the shell from exec-ing sleep (which would drop $0).
     let marker = names.dir.join("sock");
-    let mut outside = Command::new("sh")
-        .args(["-c", "sleep 60; :", &marker.display().to_string()])
-        .spawn()
-        .unwrap();
+    let mut outside =
+        Command::new("sh").args(["-c", "sleep 60; :", &marker.display().to_string()]).spawn().unwrap();
     std::thread::sleep(Duration::from_millis(200));
 
     let removed = stale::sweep().unwrap();
-    assert!(
-        removed.iter().any(|r| r.contains(&names.cli)),
-        "{removed:?}"
-    );
+    assert!(removed.iter().any(|r| r.contains(&names.cli)), "{removed:?}");
     assert!(!stale::lab_namespaces().contains(&names.cli));
     assert!(!names.dir.exists());
     // Both processes were killed by the sweep; reap them.

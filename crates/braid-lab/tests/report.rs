@@ -42,11 +42,7 @@ fn series(bps: f64, secs: f64, dips: &[(f64, f64, f64)]) -> Vec<Sample> {
                 .find(|(a, b, _)| start + 1e-9 >= *a && start + 1e-9 < *b)
                 .map(|d| d.2)
                 .unwrap_or(bps);
-            Sample {
-                start,
-                end: start + 0.1,
-                bps: v,
-            }
+            Sample { start, end: start + 0.1, bps: v }
         })
         .collect()
 }
@@ -76,12 +72,8 @@ fn temp_dir(tag: &str) -> std::path::PathBuf {
 #[test]
 fn rows_ratios_recovery_and_files() {
     let scenario = parse_scenario("unit.toml", SCENARIO, "unit").unwrap();
-    let contenders = vec![
-        Contender::Single(1),
-        Contender::Single(2),
-        Contender::Mptcp,
-        Contender::Braid("minrtt".into()),
-    ];
+    let contenders =
+        vec![Contender::Single(1), Contender::Single(2), Contender::Mptcp, Contender::Braid("minrtt".into())];
     let bulk = &scenario.workloads[0];
     let cut = &scenario.workloads[1];
     let bulk_runs = vec![
@@ -98,16 +90,7 @@ fn rows_ratios_recovery_and_files() {
     ];
     let bulk_rows = summarize(&scenario, bulk, &contenders, &bulk_runs, None);
     let names: Vec<&str> = bulk_rows.iter().map(|r| r.name.as_str()).collect();
-    assert_eq!(
-        names,
-        [
-            "tcp-link1",
-            "tcp-link2",
-            SUM_OF_SINGLES,
-            "mptcp",
-            "braid-minrtt"
-        ]
-    );
+    assert_eq!(names, ["tcp-link1", "tcp-link2", SUM_OF_SINGLES, "mptcp", "braid-minrtt"]);
     let sum = &bulk_rows[2];
     assert_eq!(sum.goodput_bps, Some(24e6));
     assert_eq!(sum.retransmits, Some(6));
@@ -118,43 +101,16 @@ fn rows_ratios_recovery_and_files() {
     assert_eq!(bulk_rows[4].status, Status::Failed);
     assert_eq!(bulk_rows[4].goodput_bps, None);
 
-    let ev = |link, action, at_s| AppliedEvent {
-        link,
-        action,
-        planned_s: at_s,
-        at_s,
-    };
+    let ev = |link, action, at_s| AppliedEvent { link, action, planned_s: at_s, at_s };
     let events = vec![ev(1, Action::Cut, 1.0), ev(1, Action::Restore, 2.0)];
     // mptcp: nothing for 0.3 s after the cut, then the survivor's 5 Mbit/s; full again 0.5 s
     // after the restore.
-    let mptcp_cut = series(
-        22e6,
-        4.0,
-        &[(1.0, 1.3, 0.0), (1.3, 2.0, 5e6), (2.0, 2.5, 8e6)],
-    );
+    let mptcp_cut = series(22e6, 4.0, &[(1.0, 1.3, 0.0), (1.3, 2.0, 5e6), (2.0, 2.5, 8e6)]);
     let cut_runs = vec![
-        run(
-            "tcp-link1",
-            "cut-up",
-            12e6,
-            series(19e6, 4.0, &[(1.0, 2.5, 0.0)]),
-            events.clone(),
-        ),
-        run(
-            "tcp-link2",
-            "cut-up",
-            5e6,
-            series(5e6, 4.0, &[]),
-            events.clone(),
-        ),
+        run("tcp-link1", "cut-up", 12e6, series(19e6, 4.0, &[(1.0, 2.5, 0.0)]), events.clone()),
+        run("tcp-link2", "cut-up", 5e6, series(5e6, 4.0, &[]), events.clone()),
         run("mptcp", "cut-up", 16e6, mptcp_cut, events.clone()),
-        RunRecord::without_figures(
-            "braid-minrtt",
-            "cut-up",
-            1,
-            Status::Skipped,
-            "not built".into(),
-        ),
+        RunRecord::without_figures("braid-minrtt", "cut-up", 1, Status::Skipped, "not built".into()),
     ];
     let done = vec![WorkloadResult {
         name: "bulk-up".into(),
@@ -167,18 +123,10 @@ fn rows_ratios_recovery_and_files() {
     assert_eq!(cap.per_link_bps, [19e6, 5e6]);
     let cut_rows = summarize(&scenario, cut, &contenders, &cut_runs, Some(&cap));
     let m = cut_rows.iter().find(|r| r.name == "mptcp").unwrap();
-    assert!(
-        (m.recovery_ms.unwrap() - 300.0).abs() < 1e-6,
-        "{:?}",
-        m.recovery_ms
-    );
+    assert!((m.recovery_ms.unwrap() - 300.0).abs() < 1e-6, "{:?}", m.recovery_ms);
     assert!(!m.not_recovered);
     // 0.5 s trailing average reaches 90% of 24 Mbit/s once the window holds 22 Mbit/s only.
-    assert!(
-        m.restore_ms.is_some_and(|ms| ms > 500.0 && ms < 1100.0),
-        "{:?}",
-        m.restore_ms
-    );
+    assert!(m.restore_ms.is_some_and(|ms| ms > 500.0 && ms < 1100.0), "{:?}", m.restore_ms);
     // Time-weighted link rate: link 1 is down for 1 s of 4.
     assert!((m.ratio_to_link_rates.unwrap() - 16e6 / (15e6 + 5e6)).abs() < 1e-9);
     let single = cut_rows.iter().find(|r| r.name == "tcp-link1").unwrap();
@@ -205,18 +153,14 @@ fn rows_ratios_recovery_and_files() {
     braid_lab::report::write(&dir, &report, &checks).unwrap();
 
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
-    assert!(md.contains(
-        "| contender | goodput | ÷ sum of singles | ÷ link rates | recovery | retransmits |"
-    ));
-    assert!(
-        md.contains("| mptcp | 22.00 Mbit/s | 0.917 | 0.880 | — | 3 |"),
-        "{md}"
-    );
-    assert!(
-        md.contains("| sum-of-singles | 24.00 Mbit/s | 1.000 | 0.960 | — | 6 |"),
-        "{md}"
-    );
+    assert!(md.contains("| contender | goodput | ÷ sum of singles | ÷ link rates | recovery | retransmits |"));
+    assert!(md.contains("| mptcp | 22.00 Mbit/s | 0.917 | 0.880 | — | 3 |"), "{md}");
+    assert!(md.contains("| sum-of-singles | 24.00 Mbit/s | 1.000 | 0.960 | — | 6 |"), "{md}");
     assert!(md.contains("| mptcp | 16.00 Mbit/s |"), "{md}");
+    assert!(
+        md.contains("| recovery (100 ms) | recovery (0.5 s avg) | back to full after restore (0.5 s avg) |"),
+        "{md}"
+    );
     assert!(md.contains("| 0.30 s |"), "{md}");
     // A multi-line reason with a pipe stays inside one table row.
     assert!(
@@ -227,19 +171,14 @@ fn rows_ratios_recovery_and_files() {
     assert!(md.contains("## Failed checks"));
 
     let svg = std::fs::read_to_string(dir.join("goodput-cut-up.svg")).unwrap();
-    assert!(
-        svg.contains("<polyline") && svg.contains("cut link 1") && svg.contains("restore link 1")
-    );
+    assert!(svg.contains("<polyline") && svg.contains("cut link 1") && svg.contains("restore link 1"));
 
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
     assert_eq!(summary["scenario"], "unit");
     assert_eq!(summary["links"].as_array().unwrap().len(), 2);
     let c = summary["contenders"].as_array().unwrap();
-    let m = c
-        .iter()
-        .find(|c| c["name"] == "mptcp" && c["workload"] == "cut-up")
-        .unwrap();
+    let m = c.iter().find(|c| c["name"] == "mptcp" && c["workload"] == "cut-up").unwrap();
     assert_eq!(m["goodput_bps"], 16e6);
     assert!((m["recovery_ms"].as_f64().unwrap() - 300.0).abs() < 1e-6);
     assert!(m["ratio_to_sum_of_singles"].as_f64().is_some());
@@ -259,35 +198,18 @@ fn cbr_rows_have_no_ratios_and_a_udp_table() {
     let w = &scenario.workloads[0];
     let mut runs = Vec::new();
     for (i, loss) in [(1, 0.0), (2, 2.5)] {
-        let mut r = run(
-            &format!("tcp-link{i}"),
-            &w.name(),
-            4e6,
-            series(4e6, 2.0, &[]),
-            vec![],
-        );
-        r.udp = Some(braid_lab::iperf::UdpStats {
-            lost_percent: loss,
-            jitter_ms: 0.25,
-            packets: 800,
-        });
+        let mut r = run(&format!("tcp-link{i}"), &w.name(), 4e6, series(4e6, 2.0, &[]), vec![]);
+        r.udp = Some(braid_lab::iperf::UdpStats { lost_percent: loss, jitter_ms: 0.25, packets: 800 });
         runs.push(r);
     }
     let contenders = [Contender::Single(1), Contender::Single(2)];
     let rows = summarize(&scenario, w, &contenders, &runs, None);
     assert_eq!(rows.len(), 2, "no sum of singles for CBR");
-    assert!(rows
-        .iter()
-        .all(|r| r.ratio_to_sum_of_singles.is_none() && r.ratio_to_link_rates.is_none()));
+    assert!(rows.iter().all(|r| r.ratio_to_sum_of_singles.is_none() && r.ratio_to_link_rates.is_none()));
     let report = LabReport {
         scenario: scenario.clone(),
         machine: vec![],
-        workloads: vec![WorkloadResult {
-            name: w.name(),
-            workload: w.clone(),
-            rows,
-            capacity_source: None,
-        }],
+        workloads: vec![WorkloadResult { name: w.name(), workload: w.clone(), rows, capacity_source: None }],
         runs,
         notes: vec![],
         interrupted: true,
@@ -295,14 +217,8 @@ fn cbr_rows_have_no_ratios_and_a_udp_table() {
     let dir = temp_dir("cbr");
     braid_lab::report::write(&dir, &report, &[]).unwrap();
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
-    assert!(
-        md.contains("| contender | goodput | UDP loss | jitter |"),
-        "{md}"
-    );
-    assert!(
-        md.contains("| tcp-link2 | 4.00 Mbit/s | 2.50% | 0.25 ms |"),
-        "{md}"
-    );
+    assert!(md.contains("| contender | goodput | UDP loss | jitter |"), "{md}");
+    assert!(md.contains("| tcp-link2 | 4.00 Mbit/s | 2.50% | 0.25 ms |"), "{md}");
     assert!(md.contains("**Interrupted**"));
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -34,11 +34,7 @@ fn cut_stops_both_directions_and_teardown_is_clean() {
     assert!(link_exists(&lab, 1) && link_exists(&lab, 2));
 
     for i in 1..=2 {
-        assert_eq!(
-            lab.probe(i, Duration::from_secs(3)).unwrap(),
-            (true, true),
-            "link {i} up"
-        );
+        assert_eq!(lab.probe(i, Duration::from_secs(3)).unwrap(), (true, true), "link {i} up");
     }
     for i in 1..=2 {
         lab.cut(i).unwrap();
@@ -48,27 +44,14 @@ fn cut_stops_both_directions_and_teardown_is_clean() {
         assert!(t.elapsed() < Duration::from_secs(3));
         // The other link is unaffected.
         let other = 3 - i;
-        assert_eq!(
-            lab.probe(other, Duration::from_secs(3)).unwrap(),
-            (true, true)
-        );
+        assert_eq!(lab.probe(other, Duration::from_secs(3)).unwrap(), (true, true));
         lab.restore(i).unwrap();
-        assert_eq!(
-            lab.probe(i, Duration::from_secs(3)).unwrap(),
-            (true, true),
-            "link {i} restored"
-        );
+        assert_eq!(lab.probe(i, Duration::from_secs(3)).unwrap(), (true, true), "link {i} restored");
     }
 
     let left = lab.teardown();
     assert!(left.is_clean(), "leftovers: {left:?}");
     drop(lab);
-    assert!(
-        !stale::lab_namespaces().iter().any(|n| n.starts_with(&id)),
-        "namespaces left"
-    );
-    assert!(
-        stale::pids_mentioning(&format!("{id}/")).is_empty(),
-        "processes left"
-    );
+    assert!(!stale::lab_namespaces().iter().any(|n| n.starts_with(&id)), "namespaces left");
+    assert!(stale::pids_mentioning(&format!("{id}/")).is_empty(), "processes left");
 }

@@ -31,16 +31,13 @@ pub fn start(lab: &Lab, agg: &Path, tag: &str, running: &mut Running) -> Result<
     let link_port = AGG_LINK_PORT + RUNS.fetch_add(1, Ordering::Relaxed) % 100;
     let mut s = Command::new("ip");
     s.env("RUST_BACKTRACE", "0");
-    s.args(["netns", "exec", lab.srv()])
-        .arg(agg)
-        .args(["server", "--tcp", &link_port.to_string()])
-        .args(["--port", &IPERF_TCP_PORT.to_string(), "-n"]);
-    let mut server = Proc::spawn(
-        "agg-tunnel server",
-        s,
-        &lab.dir().join(format!("agg-server-{tag}.log")),
-        Stdin::Null,
-    )?;
+    s.args(["netns", "exec", lab.srv()]).arg(agg).args(["server", "--tcp", &link_port.to_string()]).args([
+        "--port",
+        &IPERF_TCP_PORT.to_string(),
+        "-n",
+    ]);
+    let mut server =
+        Proc::spawn("agg-tunnel server", s, &lab.dir().join(format!("agg-server-{tag}.log")), Stdin::Null)?;
     wait_listening(lab.srv(), link_port, &mut server, Duration::from_secs(10))?;
     running.procs.push(server);
 
@@ -48,28 +45,11 @@ pub fn start(lab: &Lab, agg: &Path, tag: &str, running: &mut Running) -> Result<
     c.env("RUST_BACKTRACE", "0");
     c.args(["netns", "exec", lab.cli()])
         .arg(agg)
-        .args([
-            "client",
-            "--tcp",
-            &format!("{}:{link_port}", Names::srv_addr(1)),
-        ])
-        .args([
-            "--port",
-            &format!("{IPERF_TCP_PORT}:{AGG_LOCAL_PORT}"),
-            "-n",
-        ]);
-    let mut client = Proc::spawn(
-        "agg-tunnel client",
-        c,
-        &lab.dir().join(format!("agg-client-{tag}.log")),
-        Stdin::Null,
-    )?;
-    wait_listening(
-        lab.cli(),
-        AGG_LOCAL_PORT,
-        &mut client,
-        Duration::from_secs(10),
-    )?;
+        .args(["client", "--tcp", &format!("{}:{link_port}", Names::srv_addr(1))])
+        .args(["--port", &format!("{IPERF_TCP_PORT}:{AGG_LOCAL_PORT}"), "-n"]);
+    let mut client =
+        Proc::spawn("agg-tunnel client", c, &lab.dir().join(format!("agg-client-{tag}.log")), Stdin::Null)?;
+    wait_listening(lab.cli(), AGG_LOCAL_PORT, &mut client, Duration::from_secs(10))?;
     running.procs.push(client);
 
     // agg-tunnel connects its links per forwarded connection, so there is nothing more to

@@ -52,10 +52,7 @@ pub fn client_args(links: usize, server_pub: &str, key: &Path, scheduler: &str) 
     }
     a.extend([
         "--forward".into(),
-        format!(
-            "127.0.0.1:{FORWARD_PORT}={}:{IPERF_TCP_PORT}",
-            Names::srv_addr(1)
-        ),
+        format!("127.0.0.1:{FORWARD_PORT}={}:{IPERF_TCP_PORT}", Names::srv_addr(1)),
         "--scheduler".into(),
         scheduler.into(),
         "--status".into(),
@@ -117,33 +114,21 @@ pub fn start(
     let cli_pub = keypair(braid, &cli_key)?;
 
     let mut s = Command::new("ip");
-    s.args(["netns", "exec", lab.srv()])
-        .arg(braid)
-        .args(server_args(&srv_key, &cli_pub));
-    let mut server = Proc::spawn(
-        "braid server",
-        s,
-        &lab.dir().join(format!("braid-server-{tag}.log")),
-        Stdin::Null,
-    )?;
+    s.args(["netns", "exec", lab.srv()]).arg(braid).args(server_args(&srv_key, &cli_pub));
+    let mut server =
+        Proc::spawn("braid server", s, &lab.dir().join(format!("braid-server-{tag}.log")), Stdin::Null)?;
     wait_udp(lab.srv(), BRAID_PORT, &mut server)?;
     running.procs.push(server);
 
     let mut c = Command::new("ip");
-    c.args(["netns", "exec", lab.cli()])
-        .arg(braid)
-        .args(client_args(
-            lab.links().len(),
-            &srv_pub,
-            &cli_key,
-            scheduler,
-        ));
-    let mut client = Proc::spawn(
-        "braid client",
-        c,
-        &lab.dir().join(format!("braid-client-{tag}.log")),
-        Stdin::Null,
-    )?;
+    c.args(["netns", "exec", lab.cli()]).arg(braid).args(client_args(
+        lab.links().len(),
+        &srv_pub,
+        &cli_key,
+        scheduler,
+    ));
+    let mut client =
+        Proc::spawn("braid client", c, &lab.dir().join(format!("braid-client-{tag}.log")), Stdin::Null)?;
     wait_listening(lab.cli(), FORWARD_PORT, &mut client, START_LIMIT)?;
     running.procs.push(client);
 
@@ -153,14 +138,12 @@ pub fn start(
     })?;
     match answered {
         Some(_) => running.status = Some((lab.cli().to_string(), status)),
-        None => running.notes.push(format!(
-            "braid client status port {status} did not answer GET /status"
-        )),
+        None => running.notes.push(format!("braid client status port {status} did not answer GET /status")),
     }
     if matches!(traffic, Traffic::Udp { .. }) {
-        running.notes.push(
-            "CBR UDP sent to the braid forward port: relies on braid forwarding UDP on it".into(),
-        );
+        running
+            .notes
+            .push("CBR UDP sent to the braid forward port: relies on braid forwarding UDP on it".into());
     }
     // Give the paths time to be validated before the transfer starts.
     signal::sleep(Duration::from_secs(1))?;
@@ -176,19 +159,12 @@ fn wait_udp(ns: &str, port: u16, p: &mut Proc) -> Result<()> {
         if let Ok(Some(_)) = p.try_wait() {
             return Some(false);
         }
-        let (a, b) = (
-            udp.read().unwrap_or_default(),
-            udp6.read().unwrap_or_default(),
-        );
+        let (a, b) = (udp.read().unwrap_or_default(), udp6.read().unwrap_or_default());
         udp_bound(&[&a, &b], port).then_some(true)
     })?;
     if ok != Some(true) {
         let exited = p.try_wait()?;
-        bail!(
-            "{} is not bound to UDP port {port} (exited: {exited:?}): {}",
-            p.name(),
-            p.log_tail(400)
-        );
+        bail!("{} is not bound to UDP port {port} (exited: {exited:?}): {}", p.name(), p.log_tail(400));
     }
     Ok(())
 }

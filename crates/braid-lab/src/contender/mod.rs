@@ -63,13 +63,12 @@ impl Contender {
         let udp = matches!(workload.kind, WorkloadKind::Cbr { .. });
         match self {
             Contender::Single(_) => None,
-            Contender::Mptcp => tools
-                .mptcpize
-                .is_none()
-                .then(|| "mptcpize not installed (apt install mptcpize)".into()),
-            Contender::Aggligator if tools.agg_tunnel.is_none() => Some(
-                "agg-tunnel not installed (cargo install aggligator-util@0.18.12 --locked)".into(),
-            ),
+            Contender::Mptcp => {
+                tools.mptcpize.is_none().then(|| "mptcpize not installed (apt install mptcpize)".into())
+            }
+            Contender::Aggligator if tools.agg_tunnel.is_none() => {
+                Some("agg-tunnel not installed (cargo install aggligator-util@0.18.12 --locked)".into())
+            }
             Contender::Aggligator if udp => {
                 Some("agg-tunnel forwards TCP ports only; no UDP workload".into())
             }
@@ -136,20 +135,11 @@ pub fn start(
     tag: &str,
 ) -> Result<Running> {
     let mptcp = *contender == Contender::Mptcp;
-    let port = if mptcp {
-        IPERF_MPTCP_PORT
-    } else {
-        IPERF_TCP_PORT
-    };
+    let port = if mptcp { IPERF_MPTCP_PORT } else { IPERF_TCP_PORT };
     let log = lab.dir().join(format!("iperf3-server-{tag}.json"));
     let server = iperf::start_server(lab.srv(), port, mptcp, &log)?;
     let mut running = Running {
-        target: Target {
-            host: Names::srv_addr(1),
-            port,
-            bind: None,
-            mptcp,
-        },
+        target: Target { host: Names::srv_addr(1), port, bind: None, mptcp },
         status: None,
         notes: Vec::new(),
         procs: vec![server],
@@ -161,10 +151,8 @@ pub fn start(
         }
         Contender::Mptcp => {}
         Contender::Aggligator => {
-            let path = tools
-                .agg_tunnel
-                .as_deref()
-                .ok_or_else(|| anyhow::anyhow!("agg-tunnel not installed"))?;
+            let path =
+                tools.agg_tunnel.as_deref().ok_or_else(|| anyhow::anyhow!("agg-tunnel not installed"))?;
             aggligator::start(lab, path, tag, &mut running)?;
         }
         Contender::Braid(scheduler) => {

@@ -35,27 +35,15 @@ impl Tools {
         let braid_path = braid
             .map(Path::to_path_buf)
             .or_else(|| std::env::var_os("BRAID_BIN").map(PathBuf::from))
-            .or_else(|| {
-                std::env::current_exe()
-                    .ok()
-                    .and_then(|p| p.parent().map(|d| d.join("braid")))
-            });
+            .or_else(|| std::env::current_exe().ok().and_then(|p| p.parent().map(|d| d.join("braid"))));
         let agg = match agg_tunnel {
             Some(p) => cmd::which(&p.to_string_lossy()),
             None => cmd::which("agg-tunnel").or_else(|| {
                 let home = std::env::var_os("HOME")?;
-                cmd::which(
-                    &Path::new(&home)
-                        .join(".cargo/bin/agg-tunnel")
-                        .to_string_lossy(),
-                )
+                cmd::which(&Path::new(&home).join(".cargo/bin/agg-tunnel").to_string_lossy())
             }),
         };
-        Tools {
-            mptcpize: cmd::which("mptcpize"),
-            agg_tunnel: agg,
-            braid: check_braid(braid_path),
-        }
+        Tools { mptcpize: cmd::which("mptcpize"), agg_tunnel: agg, braid: check_braid(braid_path) }
     }
 }
 

@@ -70,16 +70,9 @@ pub fn client_args(spec: &ClientSpec) -> Vec<String> {
     }
     match spec.traffic {
         Traffic::Tcp => a.extend(["-C".into(), "cubic".into()]),
-        Traffic::Udp {
-            rate_bps,
-            packet_size,
-        } => a.extend([
-            "-u".into(),
-            "-b".into(),
-            rate_bps.to_string(),
-            "-l".into(),
-            packet_size.to_string(),
-        ]),
+        Traffic::Udp { rate_bps, packet_size } => {
+            a.extend(["-u".into(), "-b".into(), rate_bps.to_string(), "-l".into(), packet_size.to_string()])
+        }
     }
     a
 }
@@ -115,14 +108,11 @@ mod tests {
             mptcp: true,
             duration: Duration::from_millis(2500),
             direction: Direction::Up,
-            traffic: Traffic::Udp {
-                rate_bps: 4_000_000,
-                packet_size: 1200,
-            },
+            traffic: Traffic::Udp { rate_bps: 4_000_000, packet_size: 1200 },
         });
         assert_eq!(a[..3], ["mptcpize", "run", "iperf3"]);
-        assert!(a.join(" ").ends_with(
-            "-t 3 -i 0.1 -J --get-server-output --connect-timeout 5000 -u -b 4000000 -l 1200"
-        ));
+        assert!(a
+            .join(" ")
+            .ends_with("-t 3 -i 0.1 -J --get-server-output --connect-timeout 5000 -u -b 4000000 -l 1200"));
     }
 }

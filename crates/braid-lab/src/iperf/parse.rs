@@ -62,25 +62,14 @@ pub fn parse_result(text: &str, reverse: bool) -> Result<Measurement> {
         .or_else(|| end_bps(&root))
         .ok_or_else(|| anyhow!("iperf3 output has neither intervals nor an end summary"))?;
     let end = root.get("end");
-    let udp = end
-        .and_then(|e| e.get("sum"))
-        .filter(|s| s.get("lost_percent").is_some())
-        .map(|s| UdpStats {
-            lost_percent: s.get("lost_percent").and_then(Value::as_f64).unwrap_or(0.0),
-            jitter_ms: s.get("jitter_ms").and_then(Value::as_f64).unwrap_or(0.0),
-            packets: s.get("packets").and_then(Value::as_u64).unwrap_or(0),
-        });
-    let iperf_retransmits = end
-        .and_then(|e| e.get("sum_sent"))
-        .and_then(|s| s.get("retransmits"))
-        .and_then(Value::as_u64);
-    Ok(Measurement {
-        goodput_bps,
-        series,
-        udp,
-        iperf_retransmits,
-        series_from_sender: from_sender,
-    })
+    let udp = end.and_then(|e| e.get("sum")).filter(|s| s.get("lost_percent").is_some()).map(|s| UdpStats {
+        lost_percent: s.get("lost_percent").and_then(Value::as_f64).unwrap_or(0.0),
+        jitter_ms: s.get("jitter_ms").and_then(Value::as_f64).unwrap_or(0.0),
+        packets: s.get("packets").and_then(Value::as_u64).unwrap_or(0),
+    });
+    let iperf_retransmits =
+        end.and_then(|e| e.get("sum_sent")).and_then(|s| s.get("retransmits")).and_then(Value::as_u64);
+    Ok(Measurement { goodput_bps, series, udp, iperf_retransmits, series_from_sender: from_sender })
 }
 
 fn samples(doc: &Value) -> Vec<Sample> {
@@ -98,11 +87,7 @@ fn samples(doc: &Value) -> Vec<Sample> {
             let end = sum.get("end")?.as_f64()?;
             let bytes = sum.get("bytes")?.as_f64()?;
             let secs = end - start;
-            (secs > 0.0).then_some(Sample {
-                start,
-                end,
-                bps: bytes * 8.0 / secs,
-            })
+            (secs > 0.0).then_some(Sample { start, end, bps: bytes * 8.0 / secs })
         })
         .collect()
 }
@@ -120,9 +105,7 @@ fn goodput(series: &[Sample]) -> Option<f64> {
 
 fn end_bps(root: &Value) -> Option<f64> {
     let end = root.get("end")?;
-    ["sum_received", "sum"]
-        .iter()
-        .find_map(|k| end.get(*k)?.get("bits_per_second")?.as_f64())
+    ["sum_received", "sum"].iter().find_map(|k| end.get(*k)?.get("bits_per_second")?.as_f64())
 }
 
 fn snippet(text: &str) -> String {

@@ -21,8 +21,7 @@ pub fn start_server(ns: &str, port: u16, mptcp: bool, log: &Path) -> Result<Proc
     if mptcp {
         c.args(["mptcpize", "run"]);
     }
-    c.args(["iperf3", "-s", "-p", &port.to_string(), "-J"])
-        .args(["-i", &super::INTERVAL_S.to_string()]);
+    c.args(["iperf3", "-s", "-p", &port.to_string(), "-J"]).args(["-i", &super::INTERVAL_S.to_string()]);
     let mut p = Proc::spawn(&format!("iperf3 server :{port}"), c, log, Stdin::Null)?;
     wait_listening(ns, port, &mut p, LISTEN_LIMIT)?;
     Ok(p)
@@ -38,10 +37,7 @@ pub fn wait_listening(ns: &str, port: u16, p: &mut Proc, limit: Duration) -> Res
             exited = Some(s);
             return Some(false);
         }
-        let (a, b) = (
-            tcp.read().unwrap_or_default(),
-            tcp6.read().unwrap_or_default(),
-        );
+        let (a, b) = (tcp.read().unwrap_or_default(), tcp6.read().unwrap_or_default());
         tcp_listening(&[&a, &b], port).then_some(true)
     })?;
     match (ok, exited) {

@@ -15,10 +15,7 @@ pub fn render(report: &LabReport, svgs: &[(String, String)], checks: &[String]) 
         let _ = writeln!(o, "{}\n", s.description.trim());
     }
     if report.interrupted {
-        let _ = writeln!(
-            o,
-            "**Interrupted** — only the runs that finished are shown.\n"
-        );
+        let _ = writeln!(o, "**Interrupted** — only the runs that finished are shown.\n");
     }
     let _ = writeln!(o, "Machine: {}\n", report.machine.join("; "));
     let _ = writeln!(
@@ -75,13 +72,9 @@ fn workload_section(w: &WorkloadResult, svgs: &[(String, String)]) -> String {
     let what = match wl.kind {
         WorkloadKind::Bulk => "bulk TCP (iperf3, CUBIC)".to_string(),
         WorkloadKind::Cut => "bulk TCP while links are cut and restored".to_string(),
-        WorkloadKind::Cbr {
-            rate_bps,
-            packet_size,
-        } => format!(
-            "CBR UDP at {} ({packet_size}-byte payloads)",
-            format_rate(rate_bps as f64)
-        ),
+        WorkloadKind::Cbr { rate_bps, packet_size } => {
+            format!("CBR UDP at {} ({packet_size}-byte payloads)", format_rate(rate_bps as f64))
+        }
     };
     let _ = writeln!(
         o,
@@ -103,19 +96,13 @@ fn workload_section(w: &WorkloadResult, svgs: &[(String, String)]) -> String {
             "goodput",
             "÷ sum of singles",
             "÷ link rates",
-            "recovery",
+            "recovery (100 ms)",
+            "recovery (0.5 s avg)",
             "back to full after restore (0.5 s avg)",
             "retransmits",
         ]
     } else {
-        vec![
-            "contender",
-            "goodput",
-            "÷ sum of singles",
-            "÷ link rates",
-            "recovery",
-            "retransmits",
-        ]
+        vec!["contender", "goodput", "÷ sum of singles", "÷ link rates", "recovery", "retransmits"]
     };
     let _ = writeln!(o, "| {} |", header.join(" | "));
     let _ = writeln!(o, "|{}", " --- |".repeat(header.len()));
@@ -138,7 +125,10 @@ fn workload_section(w: &WorkloadResult, svgs: &[(String, String)]) -> String {
         .flat_map(|r| {
             let mut v: Vec<String> = r.notes.iter().map(|n| format!("{}: {n}", r.name)).collect();
             if let Some(j) = r.mptcp_joins {
-                v.push(format!("{}: {j} MPTCP subflow(s) joined", r.name));
+                v.push(format!(
+                    "{}: {j} MP_JOIN subflow(s) over iperf3's control and data connections",
+                    r.name
+                ));
             }
             if let Some(reason) = &r.reason {
                 if r.status != Status::Skipped {
@@ -173,17 +163,13 @@ fn row_cells(r: &Row, cut: bool, cbr: bool) -> Vec<String> {
     let columns = if cbr {
         4
     } else if cut {
-        7
+        8
     } else {
         6
     };
     let mut cells = vec![r.name.clone()];
     if r.status != Status::Ok {
-        let what = if r.status == Status::Skipped {
-            "skipped"
-        } else {
-            "FAILED"
-        };
+        let what = if r.status == Status::Skipped { "skipped" } else { "FAILED" };
         let reason = r.reason.as_deref().unwrap_or_default();
         cells.push(format!("{what}: {}", one_line(reason, 120)));
         cells.resize(columns, String::new());
@@ -200,17 +186,10 @@ fn row_cells(r: &Row, cut: bool, cbr: bool) -> Vec<String> {
     }
     cells.push(f(r.ratio_to_sum_of_singles, &|x| format!("{x:.3}")));
     cells.push(f(r.ratio_to_link_rates, &|x| format!("{x:.3}")));
-    cells.push(if r.not_recovered {
-        "not recovered".into()
-    } else {
-        f(r.recovery_ms, &secs)
-    });
+    cells.push(if r.not_recovered { "not recovered".into() } else { f(r.recovery_ms, &secs) });
     if cut {
-        cells.push(if r.not_restored {
-            "not within the test".into()
-        } else {
-            f(r.restore_ms, &secs)
-        });
+        cells.push(if r.not_recovered_avg { "not recovered".into() } else { f(r.recovery_avg_ms, &secs) });
+        cells.push(if r.not_restored { "not within the test".into() } else { f(r.restore_ms, &secs) });
     }
     cells.push(r.retransmits.map(|x| x.to_string()).unwrap_or_else(dash));
     cells

@@ -27,37 +27,23 @@ pub fn write(dir: &Path, report: &LabReport, checks: &[String]) -> Result<()> {
             .rows
             .iter()
             .filter(|r| r.status == Status::Ok && !r.series.is_empty())
-            .map(|r| svg::Line {
-                name: &r.name,
-                series: &r.series,
-            })
+            .map(|r| svg::Line { name: &r.name, series: &r.series })
             .collect();
         if lines.is_empty() {
             continue;
         }
-        let events = w
-            .rows
-            .iter()
-            .find(|r| !r.events.is_empty())
-            .map(|r| r.events.as_slice())
-            .unwrap_or(&[]);
+        let events = w.rows.iter().find(|r| !r.events.is_empty()).map(|r| r.events.as_slice()).unwrap_or(&[]);
         let file = format!("goodput-{}.svg", w.name);
         let title = format!("{} — {}", report.scenario.name, w.name);
         write_file(&dir.join(&file), &svg::render(&title, &lines, events))?;
         svgs.push((w.name.clone(), file));
     }
-    write_file(
-        &dir.join("report.md"),
-        &markdown::render(report, &svgs, checks),
-    )?;
+    write_file(&dir.join("report.md"), &markdown::render(report, &svgs, checks))?;
     write_file(
         &dir.join("summary.json"),
         &(serde_json::to_string_pretty(&json::summary(report, checks))? + "\n"),
     )?;
-    write_file(
-        &dir.join("results.json"),
-        &(serde_json::to_string_pretty(report)? + "\n"),
-    )?;
+    write_file(&dir.join("results.json"), &(serde_json::to_string_pretty(report)? + "\n"))?;
     Ok(())
 }
 

@@ -12,8 +12,8 @@ const RIGHT: f64 = 190.0;
 const TOP: f64 = 36.0;
 const BOTTOM: f64 = 48.0;
 const COLORS: [&str; 10] = [
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-    "#bcbd22", "#17becf",
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+    "#17becf",
 ];
 
 /// One line of the plot.
@@ -26,16 +26,11 @@ pub struct Line<'a> {
 
 /// Renders the plot. `events` (from one of the runs) are drawn as vertical markers.
 pub fn render(title: &str, lines: &[Line], events: &[AppliedEvent]) -> String {
-    let t_max = lines
-        .iter()
-        .filter_map(|l| l.series.last().map(|s| s.end))
-        .fold(1.0, f64::max);
-    let y_max_bps = lines
-        .iter()
-        .flat_map(|l| l.series.iter().map(|s| s.bps))
-        .fold(1e6, f64::max);
-    let y_top = nice_ceiling(y_max_bps / 1e6);
-    let t_top = nice_ceiling(t_max);
+    let t_max = lines.iter().filter_map(|l| l.series.last().map(|s| s.end)).fold(1.0, f64::max);
+    let y_max_bps = lines.iter().flat_map(|l| l.series.iter().map(|s| s.bps)).fold(1e6, f64::max);
+    let (y_top, y_step) = axis(y_max_bps / 1e6);
+    // iperf3's last interval ends a hair after the nominal length (10.0003 s).
+    let (t_top, t_step) = axis(t_max - 0.01);
     let pw = W - LEFT - RIGHT;
     let ph = H - TOP - BOTTOM;
     let x = |t: f64| LEFT + t / t_top * pw;
@@ -47,13 +42,11 @@ pub fn render(title: &str, lines: &[Line], events: &[AppliedEvent]) -> String {
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12">"#
     );
     let _ = writeln!(o, r#"<rect width="{W}" height="{H}" fill="white"/>"#);
-    let _ = writeln!(
-        o,
-        r#"<text x="{LEFT}" y="20" font-size="14" font-weight="bold">{}</text>"#,
-        escape(title)
-    );
-    for k in 0..=5 {
-        let v = y_top * k as f64 / 5.0;
+    let _ =
+        writeln!(o, r#"<text x="{LEFT}" y="20" font-size="14" font-weight="bold">{}</text>"#, escape(title));
+    let y_ticks = (y_top / y_step).round() as usize;
+    for k in 0..=y_ticks {
+        let v = y_step * k as f64;
         let yy = y(v);
         let _ = writeln!(
             o,
@@ -63,7 +56,10 @@ pub fn render(title: &str, lines: &[Line], events: &[AppliedEvent]) -> String {
             yy + 4.0,
             trim(v)
         );
-        let t = t_top * k as f64 / 5.0;
+    }
+    let t_ticks = (t_top / t_step).round() as usize;
+    for k in 0..=t_ticks {
+        let t = t_step * k as f64;
         let xx = x(t);
         let _ = writeln!(
             o,
@@ -128,18 +124,17 @@ pub fn render(title: &str, lines: &[Line], events: &[AppliedEvent]) -> String {
     o
 }
 
-/// The smallest of 1, 2, 2.5, 5 × 10^k that is at least `v`.
-fn nice_ceiling(v: f64) -> f64 {
+/// Axis top and tick step for data up to `v`: the step is 1, 2 or 5 × 10^k, chosen so the
+/// axis has at most 8 ticks; the top is the first multiple of the step at or above `v`.
+fn axis(v: f64) -> (f64, f64) {
     if v <= 0.0 || !v.is_finite() {
-        return 1.0;
+        return (1.0, 0.2);
     }
-    let mag = 10f64.powf(v.log10().floor());
-    for m in [1.0, 2.0, 2.5, 5.0, 10.0] {
-        if m * mag >= v - 1e-9 {
-            return m * mag;
-        }
-    }
-    10.0 * mag
+    let mag = 10f64.powf((v / 8.0).log10().floor());
+    let step =
+        [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * mag).find(|s| v / s <= 8.0 + 1e-9).unwrap_or(10.0 * mag);
+    let top = ((v / step) - 1e-9).ceil().max(1.0) * step;
+    (top, step)
 }
 
 fn trim(v: f64) -> String {
@@ -148,10 +143,7 @@ fn trim(v: f64) -> String {
 }
 
 fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
 #[cfg(test)]
@@ -159,42 +151,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ceilings() {
-        assert_eq!(nice_ceiling(19.1), 20.0);
-        assert_eq!(nice_ceiling(22.9), 25.0);
-        assert_eq!(nice_ceiling(55.0), 100.0);
-        assert_eq!(nice_ceiling(0.0), 1.0);
-        assert_eq!(nice_ceiling(f64::NAN), 1.0);
+    fn axes() {
+        assert_eq!(axis(9.99), (10.0, 2.0));
+        assert_eq!(axis(29.99), (30.0, 5.0));
+        assert_eq!(axis(48.5), (50.0, 10.0));
+        assert_eq!(axis(19.1), (20.0, 5.0));
+        assert_eq!(axis(0.0), (1.0, 0.2));
+        assert_eq!(axis(f64::NAN), (1.0, 0.2));
     }
 
     #[test]
     fn renders_lines_events_and_escapes() {
-        let s = [
-            Sample {
-                start: 0.0,
-                end: 0.1,
-                bps: 10e6,
-            },
-            Sample {
-                start: 0.1,
-                end: 0.2,
-                bps: 20e6,
-            },
-        ];
-        let ev = [AppliedEvent {
-            link: 1,
-            action: Action::Cut,
-            planned_s: 0.1,
-            at_s: 0.1,
-        }];
-        let svg = render(
-            "a <b>",
-            &[Line {
-                name: "mptcp",
-                series: &s,
-            }],
-            &ev,
-        );
+        let s = [Sample { start: 0.0, end: 0.1, bps: 10e6 }, Sample { start: 0.1, end: 0.2, bps: 20e6 }];
+        let ev = [AppliedEvent { link: 1, action: Action::Cut, planned_s: 0.1, at_s: 0.1 }];
+        let svg = render("a <b>", &[Line { name: "mptcp", series: &s }], &ev);
         assert!(svg.starts_with("<svg"));
         assert!(svg.trim_end().ends_with("</svg>"));
         assert!(svg.contains("<polyline"));

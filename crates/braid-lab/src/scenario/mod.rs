@@ -152,11 +152,7 @@ impl Workload {
             WorkloadKind::Bulk => format!("bulk-{}", self.direction.as_str()),
             WorkloadKind::Cut => format!("cut-{}", self.direction.as_str()),
             WorkloadKind::Cbr { rate_bps, .. } => {
-                format!(
-                    "cbr-{}-{}",
-                    units::tc_rate(rate_bps),
-                    self.direction.as_str()
-                )
+                format!("cbr-{}-{}", units::tc_rate(rate_bps), self.direction.as_str())
             }
         }
     }

@@ -106,27 +106,15 @@ struct Source<'a> {
 impl Source<'_> {
     fn line_of(&self, span: &Range<usize>) -> usize {
         let end = span.start.min(self.text.len());
-        self.text.as_bytes()[..end]
-            .iter()
-            .filter(|&&b| b == b'\n')
-            .count()
-            + 1
+        self.text.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count() + 1
     }
 
     fn err(&self, span: &Range<usize>, message: impl Into<String>) -> ScenarioError {
-        ScenarioError {
-            file: self.file.to_string(),
-            line: Some(self.line_of(span)),
-            message: message.into(),
-        }
+        ScenarioError { file: self.file.to_string(), line: Some(self.line_of(span)), message: message.into() }
     }
 
     fn err_no_line(&self, message: impl Into<String>) -> ScenarioError {
-        ScenarioError {
-            file: self.file.to_string(),
-            line: None,
-            message: message.into(),
-        }
+        ScenarioError { file: self.file.to_string(), line: None, message: message.into() }
     }
 
     fn duration(&self, value: &Spanned<String>, what: &str) -> Result<Duration, ScenarioError> {
@@ -136,11 +124,7 @@ impl Source<'_> {
 
 /// Parses and validates a scenario. `file` names the source in error messages; `default_name`
 /// is used when the file has no `name`.
-pub fn parse_scenario(
-    file: &str,
-    text: &str,
-    default_name: &str,
-) -> Result<Scenario, ScenarioError> {
+pub fn parse_scenario(file: &str, text: &str, default_name: &str) -> Result<Scenario, ScenarioError> {
     let src = Source { file, text };
     let raw: RawScenario = toml::from_str(text).map_err(|e| match e.span() {
         Some(span) => {
@@ -161,10 +145,7 @@ pub fn parse_scenario(
         Some(n) => {
             let v = n.get_ref();
             if !is_token(v) {
-                return Err(src.err(
-                    &n.span(),
-                    format!("name {v:?}: use letters, digits, '-' and '_' only"),
-                ));
+                return Err(src.err(&n.span(), format!("name {v:?}: use letters, digits, '-' and '_' only")));
             }
             v.clone()
         }
@@ -180,10 +161,7 @@ pub fn parse_scenario(
     let repeats = match &raw.repeats {
         Some(r) if (1..=MAX_REPEATS).contains(r.get_ref()) => *r.get_ref() as u32,
         Some(r) => {
-            return Err(src.err(
-                &r.span(),
-                format!("repeats = {}: must be 1..={MAX_REPEATS}", r.get_ref()),
-            ))
+            return Err(src.err(&r.span(), format!("repeats = {}: must be 1..={MAX_REPEATS}", r.get_ref())))
         }
         None => 1,
     };
@@ -194,10 +172,7 @@ pub fn parse_scenario(
     if raw_links.get_ref().len() > MAX_LINKS {
         return Err(src.err(
             &raw_links.span(),
-            format!(
-                "{} links: at most {MAX_LINKS} are supported",
-                raw_links.get_ref().len()
-            ),
+            format!("{} links: at most {MAX_LINKS} are supported", raw_links.get_ref().len()),
         ));
     }
     let links = raw_links
@@ -212,11 +187,7 @@ pub fn parse_scenario(
         workloads.extend(parse_workload(&src, w, duration)?);
     }
     if workloads.is_empty() {
-        workloads.push(Workload {
-            kind: WorkloadKind::Bulk,
-            direction: Direction::Up,
-            duration,
-        });
+        workloads.push(Workload { kind: WorkloadKind::Bulk, direction: Direction::Up, duration });
     }
     check_workload_names(&src, &raw.workloads, &workloads)?;
     check_cuts(&src, raw_links, &links, &workloads)?;
@@ -227,10 +198,9 @@ pub fn parse_scenario(
             min_braid_ratio: match &c.min_braid_ratio {
                 Some(r) if (0.0..=2.0).contains(r.get_ref()) => Some(*r.get_ref()),
                 Some(r) => {
-                    return Err(src.err(
-                        &r.span(),
-                        format!("min_braid_ratio = {}: must be within 0..2", r.get_ref()),
-                    ))
+                    return Err(
+                        src.err(&r.span(), format!("min_braid_ratio = {}: must be within 0..2", r.get_ref()))
+                    )
                 }
                 None => None,
             },
@@ -264,39 +234,25 @@ fn unquoted_text_value(line: &str) -> bool {
 }
 
 fn is_token(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 64
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    !s.is_empty() && s.len() <= 64 && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
-fn checked_duration(
-    src: &Source,
-    value: &Spanned<String>,
-    what: &str,
-) -> Result<Duration, ScenarioError> {
+fn checked_duration(src: &Source, value: &Spanned<String>, what: &str) -> Result<Duration, ScenarioError> {
     let d = src.duration(value, what)?;
     if !(MIN_DURATION..=MAX_DURATION).contains(&d) {
-        return Err(src.err(
-            &value.span(),
-            format!("{what} {:?}: must be between 1s and 600s", value.get_ref()),
-        ));
+        return Err(
+            src.err(&value.span(), format!("{what} {:?}: must be between 1s and 600s", value.get_ref()))
+        );
     }
     Ok(d)
 }
 
-fn parse_link(
-    src: &Source,
-    index: usize,
-    raw: &Spanned<RawLink>,
-) -> Result<LinkSpec, ScenarioError> {
+fn parse_link(src: &Source, index: usize, raw: &Spanned<RawLink>) -> Result<LinkSpec, ScenarioError> {
     let l = raw.get_ref();
     let what = |field: &str| format!("link {index}: {field}");
     let rate_bps = parse_rate(l.rate.get_ref()).map_err(|e| src.err(&l.rate.span(), what(&e)))?;
     let opt_dur = |v: &Option<Spanned<String>>, field: &str| -> Result<Option<Duration>, _> {
-        v.as_ref()
-            .map(|v| src.duration(v, &what(field)))
-            .transpose()
+        v.as_ref().map(|v| src.duration(v, &what(field))).transpose()
     };
     let delay = opt_dur(&l.delay, "delay")?.unwrap_or(Duration::ZERO);
     let jitter = opt_dur(&l.jitter, "jitter")?.unwrap_or(Duration::ZERO);
@@ -310,10 +266,7 @@ fn parse_link(
     }
     if jitter > delay {
         let span = l.jitter.as_ref().map(|d| d.span()).unwrap_or(raw.span());
-        return Err(src.err(
-            &span,
-            what("jitter larger than delay (the delay would go negative)"),
-        ));
+        return Err(src.err(&span, what("jitter larger than delay (the delay would go negative)")));
     }
     if queue < Duration::from_millis(1) || queue > Duration::from_secs(2) {
         let span = l.queue.as_ref().map(|d| d.span()).unwrap_or(raw.span());
@@ -335,32 +288,16 @@ fn parse_link(
     };
     match (cut_at, restore_at) {
         (None, Some(_)) => {
-            let span = l
-                .restore_at
-                .as_ref()
-                .map(|d| d.span())
-                .unwrap_or(raw.span());
+            let span = l.restore_at.as_ref().map(|d| d.span()).unwrap_or(raw.span());
             return Err(src.err(&span, what("restore_at without cut_at")));
         }
         (Some(c), Some(r)) if r <= c => {
-            let span = l
-                .restore_at
-                .as_ref()
-                .map(|d| d.span())
-                .unwrap_or(raw.span());
+            let span = l.restore_at.as_ref().map(|d| d.span()).unwrap_or(raw.span());
             return Err(src.err(&span, what("restore_at must come after cut_at")));
         }
         _ => {}
     }
-    Ok(LinkSpec {
-        rate_bps,
-        delay,
-        jitter,
-        loss_percent,
-        queue,
-        cut_at,
-        restore_at,
-    })
+    Ok(LinkSpec { rate_bps, delay, jitter, loss_percent, queue, cut_at, restore_at })
 }
 
 fn parse_workload(
@@ -373,27 +310,19 @@ fn parse_workload(
         Some(d) => checked_duration(src, d, "workload duration")?,
         None => default_duration,
     };
-    let directions = match w
-        .direction
-        .as_ref()
-        .map(|d| (d.get_ref().as_str(), d.span()))
-    {
+    let directions = match w.direction.as_ref().map(|d| (d.get_ref().as_str(), d.span())) {
         None | Some(("up", _)) => vec![Direction::Up],
         Some(("down", _)) => vec![Direction::Down],
         Some(("both", _)) => vec![Direction::Up, Direction::Down],
         Some((other, span)) => {
-            return Err(src.err(
-                &span,
-                format!("workload direction {other:?}: use \"up\", \"down\" or \"both\""),
-            ))
+            return Err(
+                src.err(&span, format!("workload direction {other:?}: use \"up\", \"down\" or \"both\""))
+            )
         }
     };
     let kind_name = w.kind.get_ref().as_str();
     let not_for = |field: &str, span: Range<usize>| {
-        src.err(
-            &span,
-            format!("workload kind {kind_name:?} takes no {field} (only \"cbr\" does)"),
-        )
+        src.err(&span, format!("workload kind {kind_name:?} takes no {field} (only \"cbr\" does)"))
     };
     let kind = match kind_name {
         "bulk" | "cut" => {
@@ -411,27 +340,22 @@ fn parse_workload(
         }
         "cbr" => {
             let Some(rate) = &w.rate else {
-                return Err(src.err(
-                    &raw.span(),
-                    "workload kind \"cbr\" needs a rate (e.g. rate = \"4mbit\")",
-                ));
+                return Err(
+                    src.err(&raw.span(), "workload kind \"cbr\" needs a rate (e.g. rate = \"4mbit\")")
+                );
             };
-            let rate_bps = parse_rate(rate.get_ref())
-                .map_err(|e| src.err(&rate.span(), format!("workload: {e}")))?;
+            let rate_bps =
+                parse_rate(rate.get_ref()).map_err(|e| src.err(&rate.span(), format!("workload: {e}")))?;
             let packet_size = match &w.packet_size {
                 None => 1200,
                 Some(p) if (64..=1472).contains(p.get_ref()) => *p.get_ref() as u32,
                 Some(p) => {
-                    return Err(src.err(
-                        &p.span(),
-                        format!("packet_size = {}: must be 64..=1472", p.get_ref()),
-                    ))
+                    return Err(
+                        src.err(&p.span(), format!("packet_size = {}: must be 64..=1472", p.get_ref()))
+                    )
                 }
             };
-            WorkloadKind::Cbr {
-                rate_bps,
-                packet_size,
-            }
+            WorkloadKind::Cbr { rate_bps, packet_size }
         }
         other => {
             return Err(src.err(
@@ -440,14 +364,7 @@ fn parse_workload(
             ))
         }
     };
-    Ok(directions
-        .into_iter()
-        .map(|direction| Workload {
-            kind,
-            direction,
-            duration,
-        })
-        .collect())
+    Ok(directions.into_iter().map(|direction| Workload { kind, direction, duration }).collect())
 }
 
 fn check_workload_names(
@@ -471,10 +388,7 @@ fn check_cuts(
     links: &[LinkSpec],
     workloads: &[Workload],
 ) -> Result<(), ScenarioError> {
-    let cut_workloads: Vec<&Workload> = workloads
-        .iter()
-        .filter(|w| w.kind == WorkloadKind::Cut)
-        .collect();
+    let cut_workloads: Vec<&Workload> = workloads.iter().filter(|w| w.kind == WorkloadKind::Cut).collect();
     let any_cut = links.iter().any(|l| l.cut_at.is_some());
     if any_cut && cut_workloads.is_empty() {
         let i = links.iter().position(|l| l.cut_at.is_some()).unwrap_or(0);
@@ -489,14 +403,8 @@ fn check_cuts(
     if !any_cut && !cut_workloads.is_empty() {
         return Err(src.err_no_line("a workload has kind = \"cut\" but no link has cut_at"));
     }
-    if !links
-        .iter()
-        .any(|l| l.cut_at.is_none() || l.restore_at.is_some())
-    {
-        return Err(src.err(
-            &raw_links.span(),
-            "every link is cut and none restored: nothing would survive",
-        ));
+    if !links.iter().any(|l| l.cut_at.is_none() || l.restore_at.is_some()) {
+        return Err(src.err(&raw_links.span(), "every link is cut and none restored: nothing would survive"));
     }
     for w in cut_workloads {
         for (i, l) in links.iter().enumerate() {
@@ -516,17 +424,9 @@ fn check_cuts(
     Ok(())
 }
 
-fn parse_contenders(
-    src: &Source,
-    raw: Option<&Spanned<RawContenders>>,
-) -> Result<Contenders, ScenarioError> {
+fn parse_contenders(src: &Source, raw: Option<&Spanned<RawContenders>>) -> Result<Contenders, ScenarioError> {
     let Some(raw) = raw else {
-        return Ok(Contenders {
-            singles: true,
-            mptcp: true,
-            aggligator: true,
-            braid: vec!["minrtt".into()],
-        });
+        return Ok(Contenders { singles: true, mptcp: true, aggligator: true, braid: vec!["minrtt".into()] });
     };
     let c = raw.get_ref();
     let mut braid = Vec::new();
@@ -535,17 +435,11 @@ fn parse_contenders(
             if !is_token(s.get_ref()) {
                 return Err(src.err(
                     &s.span(),
-                    format!(
-                        "braid scheduler {:?}: use letters, digits, '-' and '_'",
-                        s.get_ref()
-                    ),
+                    format!("braid scheduler {:?}: use letters, digits, '-' and '_'", s.get_ref()),
                 ));
             }
             if braid.contains(s.get_ref()) {
-                return Err(src.err(
-                    &s.span(),
-                    format!("braid scheduler {:?} listed twice", s.get_ref()),
-                ));
+                return Err(src.err(&s.span(), format!("braid scheduler {:?} listed twice", s.get_ref())));
             }
             braid.push(s.get_ref().clone());
         }

@@ -133,8 +133,7 @@ fn link_count_and_presence() {
 
 #[test]
 fn cut_schedule_must_match_a_cut_workload() {
-    let (line, msg) =
-        error("[[link]]\nrate = \"1mbit\"\ncut_at = \"2s\"\n[[link]]\nrate = \"1mbit\"\n");
+    let (line, msg) = error("[[link]]\nrate = \"1mbit\"\ncut_at = \"2s\"\n[[link]]\nrate = \"1mbit\"\n");
     assert_eq!(line, Some(1), "{msg}");
     assert!(msg.contains("no workload has kind = \"cut\""), "{msg}");
     let (_, msg) = error("[[link]]\nrate = \"1mbit\"\n[[workload]]\nkind = \"cut\"\n");
@@ -143,8 +142,7 @@ fn cut_schedule_must_match_a_cut_workload() {
         "[[link]]\nrate = \"1mbit\"\ncut_at = \"9.5s\"\n[[link]]\nrate = \"1mbit\"\n[[workload]]\nkind = \"cut\"\nduration = \"10s\"\n",
     );
     assert!(msg.contains("at least 1s before"), "{msg}");
-    let (_, msg) =
-        error("[[link]]\nrate = \"1mbit\"\ncut_at = \"2s\"\n[[workload]]\nkind = \"cut\"\n");
+    let (_, msg) = error("[[link]]\nrate = \"1mbit\"\ncut_at = \"2s\"\n[[workload]]\nkind = \"cut\"\n");
     assert!(msg.contains("nothing would survive"), "{msg}");
 }
 

@@ -11,9 +11,7 @@ pub fn parse_rate(text: &str) -> Result<u64, String> {
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .ok_or_else(|| format!("rate {text:?} has no unit (write e.g. \"20mbit\")"))?;
     let (num, unit) = t.split_at(split);
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("rate {text:?}: {num:?} is not a number"))?;
+    let value: f64 = num.parse().map_err(|_| format!("rate {text:?}: {num:?} is not a number"))?;
     let scale = match unit.trim() {
         "bit" | "bps" => 1.0,
         "kbit" => 1e3,
@@ -24,11 +22,7 @@ pub fn parse_rate(text: &str) -> Result<u64, String> {
                 "rate {text:?}: {unit:?} is ambiguous (bytes or bits?); write kbit, mbit or gbit"
             ))
         }
-        other => {
-            return Err(format!(
-                "rate {text:?}: unknown unit {other:?} (use bit, kbit, mbit or gbit)"
-            ))
-        }
+        other => return Err(format!("rate {text:?}: unknown unit {other:?} (use bit, kbit, mbit or gbit)")),
     };
     let bps = value * scale;
     if !bps.is_finite() || bps < 1000.0 {
@@ -51,19 +45,13 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .ok_or_else(|| format!("duration {text:?} has no unit (write e.g. \"5ms\" or \"10s\")"))?;
     let (num, unit) = t.split_at(split);
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("duration {text:?}: {num:?} is not a number"))?;
+    let value: f64 = num.parse().map_err(|_| format!("duration {text:?}: {num:?} is not a number"))?;
     let secs = match unit.trim() {
         "us" => value / 1e6,
         "ms" => value / 1e3,
         "s" => value,
         "min" => value * 60.0,
-        other => {
-            return Err(format!(
-                "duration {text:?}: unknown unit {other:?} (use us, ms, s or min)"
-            ))
-        }
+        other => return Err(format!("duration {text:?}: unknown unit {other:?} (use us, ms, s or min)")),
     };
     if !secs.is_finite() || secs > 24.0 * 3600.0 {
         return Err(format!("duration {text:?} is out of range"));
@@ -74,9 +62,8 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 /// Parses a loss percentage: `"1%"`, `"0.5 %"` or the bare number of percent.
 pub fn parse_percent(text: &str) -> Result<f64, String> {
     let t = text.trim().trim_end_matches('%').trim();
-    let value: f64 = t
-        .parse()
-        .map_err(|_| format!("percentage {text:?} is not a number (write e.g. \"1%\")"))?;
+    let value: f64 =
+        t.parse().map_err(|_| format!("percentage {text:?} is not a number (write e.g. \"1%\")"))?;
     check_percent(value)
 }
 
@@ -141,9 +128,7 @@ mod tests {
         assert_eq!(parse_rate("500kbit"), Ok(500_000));
         assert!(parse_rate("20").unwrap_err().contains("no unit"));
         assert!(parse_rate("20mbps").unwrap_err().contains("ambiguous"));
-        assert!(parse_rate("20furlongs")
-            .unwrap_err()
-            .contains("unknown unit"));
+        assert!(parse_rate("20furlongs").unwrap_err().contains("unknown unit"));
         assert!(parse_rate("x.ymbit").is_err());
         assert!(parse_rate("0mbit").is_err());
         assert!(parse_rate("100gbit").is_err());

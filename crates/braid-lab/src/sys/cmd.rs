@@ -34,28 +34,16 @@ impl Output {
 /// look at the interrupt flag: teardown runs commands after a signal too.
 pub fn run_with(mut cmd: Command, input: Option<&str>, limit: Duration) -> Result<Output> {
     let line = describe(&cmd);
-    cmd.stdin(if input.is_some() {
-        Stdio::piped()
-    } else {
-        Stdio::null()
-    })
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
-    let mut child = cmd
-        .spawn()
-        .with_context(|| format!("cannot run `{line}`"))?;
+    cmd.stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().with_context(|| format!("cannot run `{line}`"))?;
     if let (Some(text), Some(mut stdin)) = (input, child.stdin.take()) {
         // Inputs are small rule sets; a failed write shows up as the command's error.
         let _ = stdin.write_all(text.as_bytes());
     }
-    let mut out_pipe = child
-        .stdout
-        .take()
-        .ok_or_else(|| anyhow!("no stdout pipe"))?;
-    let mut err_pipe = child
-        .stderr
-        .take()
-        .ok_or_else(|| anyhow!("no stderr pipe"))?;
+    let mut out_pipe = child.stdout.take().ok_or_else(|| anyhow!("no stdout pipe"))?;
+    let mut err_pipe = child.stderr.take().ok_or_else(|| anyhow!("no stderr pipe"))?;
     let out_reader = std::thread::spawn(move || {
         let mut s = Vec::new();
         let _ = out_pipe.read_to_end(&mut s);
@@ -83,11 +71,7 @@ pub fn run_with(mut cmd: Command, input: Option<&str>, limit: Duration) -> Resul
     let Some(status) = status else {
         bail!("`{line}` did not finish within {}s", limit.as_secs_f64());
     };
-    Ok(Output {
-        code: status.code(),
-        stdout,
-        stderr,
-    })
+    Ok(Output { code: status.code(), stdout, stderr })
 }
 
 /// Runs a command given as program and arguments; fails unless it exits 0.
@@ -105,9 +89,7 @@ pub fn run_ok_input(args: &[&str], input: Option<&str>) -> Result<String> {
         bail!(
             "`{}` failed ({}): {}",
             args.join(" "),
-            out.code
-                .map(|c| format!("exit {c}"))
-                .unwrap_or_else(|| "killed".into()),
+            out.code.map(|c| format!("exit {c}")).unwrap_or_else(|| "killed".into()),
             out.stderr.trim()
         );
     }
@@ -133,18 +115,14 @@ pub fn in_ns_input(ns: &str, args: &[&str], input: &str) -> Result<String> {
 pub fn which(program: &str) -> Option<std::path::PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let executable = |p: &std::path::Path| {
-        p.metadata()
-            .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-            .unwrap_or(false)
+        p.metadata().map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
     };
     if program.contains('/') {
         let p = std::path::PathBuf::from(program);
         return executable(&p).then_some(p);
     }
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(program))
-        .find(|p| executable(p))
+    std::env::split_paths(&path).map(|dir| dir.join(program)).find(|p| executable(p))
 }
 
 #[cfg(test)]

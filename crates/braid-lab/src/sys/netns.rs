@@ -40,8 +40,7 @@ impl NetFile {
     /// Opens `/proc/net/<name>` (e.g. `dev`, `snmp`, `netstat`, `tcp`) of namespace `ns`.
     pub fn open(ns: &str, name: &str) -> Result<NetFile> {
         let path = format!("/proc/thread-self/net/{name}");
-        let file = in_netns(ns, || File::open(&path))?
-            .with_context(|| format!("opening {path} in {ns}"))?;
+        let file = in_netns(ns, || File::open(&path))?.with_context(|| format!("opening {path} in {ns}"))?;
         Ok(NetFile { file })
     }
 
@@ -70,16 +69,12 @@ pub fn http_get(ns: &str, addr: SocketAddr, path: &str, limit: Duration) -> Resu
     let mut s = tcp_connect(ns, addr, limit)?;
     s.set_read_timeout(Some(limit))?;
     s.set_write_timeout(Some(limit))?;
-    write!(
-        s,
-        "GET {path} HTTP/1.0\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\nConnection: close\r\n\r\n")?;
     let mut buf = Vec::new();
     s.take(4 << 20).read_to_end(&mut buf)?;
     let text = String::from_utf8_lossy(&buf);
-    let (head, body) = text
-        .split_once("\r\n\r\n")
-        .ok_or_else(|| anyhow!("malformed HTTP reply from {addr}{path}"))?;
+    let (head, body) =
+        text.split_once("\r\n\r\n").ok_or_else(|| anyhow!("malformed HTTP reply from {addr}{path}"))?;
     let status = head.lines().next().unwrap_or_default();
     if status.split_whitespace().nth(1) != Some("200") {
         bail!("GET {addr}{path}: {status}");
@@ -132,10 +127,7 @@ pub fn dev_bytes(text: &str, pick: impl Fn(&str) -> bool) -> (u64, u64) {
         if !pick(name.trim()) {
             continue;
         }
-        let cols: Vec<u64> = rest
-            .split_whitespace()
-            .map(|c| c.parse().unwrap_or(0))
-            .collect();
+        let cols: Vec<u64> = rest.split_whitespace().map(|c| c.parse().unwrap_or(0)).collect();
         if cols.len() >= 9 {
             rx += cols[0];
             tx += cols[8];
@@ -188,8 +180,7 @@ mod tests {
 
     #[test]
     fn snmp_counters() {
-        let text =
-            "Ip: Forwarding DefaultTTL\nIp: 1 64\nTcp: RtoAlgorithm RetransSegs\nTcp: 1 42\n";
+        let text = "Ip: Forwarding DefaultTTL\nIp: 1 64\nTcp: RtoAlgorithm RetransSegs\nTcp: 1 42\n";
         assert_eq!(counter(text, "Tcp", "RetransSegs"), Some(42));
         assert_eq!(counter(text, "Tcp", "Nope"), None);
         assert_eq!(counter(text, "Udp", "RetransSegs"), None);

@@ -47,13 +47,7 @@ impl Proc {
     }
 
     /// Spawns `cmd` with stdout written to `out` and stderr appended to `log`.
-    pub fn spawn_split(
-        name: &str,
-        mut cmd: Command,
-        out: &Path,
-        log: &Path,
-        stdin: Stdin,
-    ) -> Result<Proc> {
+    pub fn spawn_split(name: &str, mut cmd: Command, out: &Path, log: &Path, stdin: Stdin) -> Result<Proc> {
         let open = |p: &Path| {
             File::options()
                 .create(true)
@@ -62,11 +56,7 @@ impl Proc {
                 .with_context(|| format!("opening {}", p.display()))
         };
         let err = open(log)?;
-        let out = if out == log {
-            err.try_clone()?
-        } else {
-            open(out)?
-        };
+        let out = if out == log { err.try_clone()? } else { open(out)? };
         cmd.stdout(Stdio::from(out)).stderr(Stdio::from(err));
         cmd.stdin(match stdin {
             Stdin::Null => Stdio::null(),
@@ -83,17 +73,9 @@ impl Proc {
             });
         }
         let line = describe(&cmd);
-        let mut child = cmd
-            .spawn()
-            .with_context(|| format!("starting {name}: {line}"))?;
+        let mut child = cmd.spawn().with_context(|| format!("starting {name}: {line}"))?;
         let stdin = child.stdin.take();
-        Ok(Proc {
-            name: name.to_string(),
-            child,
-            stdin,
-            log: log.to_path_buf(),
-            done: None,
-        })
+        Ok(Proc { name: name.to_string(), child, stdin, log: log.to_path_buf(), done: None })
     }
 
     /// The child's PID.
@@ -176,11 +158,7 @@ impl Proc {
 impl Drop for Proc {
     fn drop(&mut self) {
         if !self.stop() {
-            eprintln!(
-                "braid lab: {} (pid {}) did not exit after SIGKILL",
-                self.name,
-                self.child.id()
-            );
+            eprintln!("braid lab: {} (pid {}) did not exit after SIGKILL", self.name, self.child.id());
         }
     }
 }

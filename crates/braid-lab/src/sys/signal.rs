@@ -123,9 +123,7 @@ mod tests {
     #[test]
     fn poll_until_is_bounded() {
         let start = Instant::now();
-        let r = poll_until(Duration::from_millis(50), Duration::from_millis(10), || {
-            None::<()>
-        });
+        let r = poll_until(Duration::from_millis(50), Duration::from_millis(10), || None::<()>);
         assert_eq!(r, Ok(None));
         assert!(start.elapsed() < Duration::from_secs(1));
         let mut n = 0;

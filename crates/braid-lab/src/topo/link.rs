@@ -39,22 +39,16 @@ pub fn create(names: &Names, i: usize, link: &LinkSpec) -> Result<Vec<Proc>> {
     let (c, s) = (Names::cli_dev(i), Names::srv_dev(i));
     if !link.needs_delay_emulation() {
         cmd::run_ok(&[
-            "ip", "link", "add", &c, "netns", &names.cli, "type", "veth", "peer", "name", &s,
-            "netns", &names.srv,
+            "ip", "link", "add", &c, "netns", &names.cli, "type", "veth", "peer", "name", &s, "netns",
+            &names.srv,
         ])?;
         return Ok(Vec::new());
     }
     let sw_c = names.dir.join(format!("vde-{c}"));
     let sw_s = names.dir.join(format!("vde-{s}"));
-    let mut procs = vec![
-        switch(names, &names.cli, &c, &sw_c)?,
-        switch(names, &names.srv, &s, &sw_s)?,
-    ];
+    let mut procs = vec![switch(names, &names.cli, &c, &sw_c)?, switch(names, &names.srv, &s, &sw_s)?];
     let mut wf = Command::new("wirefilter");
-    wf.arg("-v")
-        .arg(format!("{}:{}", sw_c.display(), sw_s.display()))
-        .arg("-d")
-        .arg(wirefilter_delay(link));
+    wf.arg("-v").arg(format!("{}:{}", sw_c.display(), sw_s.display())).arg("-d").arg(wirefilter_delay(link));
     let mut p = Proc::spawn(
         &format!("wirefilter link {i}"),
         wf,
@@ -63,10 +57,7 @@ pub fn create(names: &Names, i: usize, link: &LinkSpec) -> Result<Vec<Proc>> {
     )?;
     signal::sleep(Duration::from_millis(100))?;
     if let Some(status) = p.try_wait()? {
-        bail!(
-            "wirefilter for link {i} exited ({status}): {}",
-            p.log_tail(500)
-        );
+        bail!("wirefilter for link {i} exited ({status}): {}", p.log_tail(500));
     }
     procs.push(p);
     Ok(procs)
@@ -75,9 +66,7 @@ pub fn create(names: &Names, i: usize, link: &LinkSpec) -> Result<Vec<Proc>> {
 /// Starts a vde_switch in namespace `ns` that owns tap `tap`, and waits for both to exist.
 fn switch(names: &Names, ns: &str, tap: &str, sock: &Path) -> Result<Proc> {
     let mut c = Command::new("ip");
-    c.args(["netns", "exec", ns, "vde_switch", "-s"])
-        .arg(sock)
-        .args(["-t", tap]);
+    c.args(["netns", "exec", ns, "vde_switch", "-s"]).arg(sock).args(["-t", tap]);
     let mut p = Proc::spawn(
         &format!("vde_switch {tap}"),
         c,
@@ -87,10 +76,8 @@ fn switch(names: &Names, ns: &str, tap: &str, sock: &Path) -> Result<Proc> {
     let mut dev = NetFile::open(ns, "dev")?;
     let needle = format!("{tap}:");
     let ready = signal::poll_until(VDE_START, Duration::from_millis(20), || {
-        let has_tap = dev
-            .read()
-            .map(|t| t.lines().any(|l| l.trim_start().starts_with(&needle)))
-            .unwrap_or(false);
+        let has_tap =
+            dev.read().map(|t| t.lines().any(|l| l.trim_start().starts_with(&needle))).unwrap_or(false);
         (has_tap && sock.join("ctl").exists()).then_some(())
     })?;
     if ready.is_none() {
@@ -107,9 +94,7 @@ fn switch(names: &Names, ns: &str, tap: &str, sock: &Path) -> Result<Proc> {
 /// Whether device `dev` exists in namespace `ns`.
 pub fn device_exists(ns: &str, dev: &str) -> bool {
     let needle = format!("{dev}:");
-    read_net_file(ns, "dev")
-        .map(|t| t.lines().any(|l| l.trim_start().starts_with(&needle)))
-        .unwrap_or(false)
+    read_net_file(ns, "dev").map(|t| t.lines().any(|l| l.trim_start().starts_with(&needle))).unwrap_or(false)
 }
 
 #[cfg(test)]

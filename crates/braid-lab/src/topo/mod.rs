@@ -97,8 +97,7 @@ impl Lab {
 
     fn setup(&mut self) -> Result<()> {
         let dir = self.names.dir.clone();
-        std::fs::create_dir(&dir)
-            .with_context(|| format!("creating scratch directory {}", dir.display()))?;
+        std::fs::create_dir(&dir).with_context(|| format!("creating scratch directory {}", dir.display()))?;
         self.dir_created = true;
         let me = std::process::id();
         let stamp = names::start_time(me).unwrap_or(0);
@@ -121,8 +120,7 @@ impl Lab {
         }
         for i in 1..=self.links.len() {
             signal::check()?;
-            self.setup_link(i)
-                .with_context(|| format!("building link {i}"))?;
+            self.setup_link(i).with_context(|| format!("building link {i}"))?;
         }
         self.setup_mptcp()?;
         for i in 1..=self.links.len() {
@@ -140,45 +138,17 @@ impl Lab {
         self.relays.extend(relays);
         let (cli, srv) = (self.names.cli.clone(), self.names.srv.clone());
         let (c, s) = (Names::cli_dev(i), Names::srv_dev(i));
-        for (ns, dev, addr) in [
-            (&cli, &c, Names::cli_addr(i)),
-            (&srv, &s, Names::srv_addr(i)),
-        ] {
-            cmd::run_ok(&[
-                "ip",
-                "-n",
-                ns,
-                "addr",
-                "add",
-                &format!("{addr}/24"),
-                "dev",
-                dev,
-            ])?;
+        for (ns, dev, addr) in [(&cli, &c, Names::cli_addr(i)), (&srv, &s, Names::srv_addr(i))] {
+            cmd::run_ok(&["ip", "-n", ns, "addr", "add", &format!("{addr}/24"), "dev", dev])?;
             shape::shape(ns, dev, &link)?;
             cmd::run_ok(&["ip", "-n", ns, "link", "set", dev, "up"])?;
             if link.loss_percent > 0.0 {
-                cmd::in_ns_input(
-                    ns,
-                    &["nft", "-f", "-"],
-                    &nft::loss_rules(dev, link.loss_percent),
-                )?;
+                cmd::in_ns_input(ns, &["nft", "-f", "-"], &nft::loss_rules(dev, link.loss_percent))?;
             }
         }
         let table = (100 + i).to_string();
-        cmd::run_ok(&[
-            "ip",
-            "-n",
-            &cli,
-            "rule",
-            "add",
-            "from",
-            &Names::cli_addr(i),
-            "table",
-            &table,
-        ])?;
-        cmd::run_ok(&[
-            "ip", "-n", &cli, "route", "add", "default", "dev", &c, "table", &table,
-        ])?;
+        cmd::run_ok(&["ip", "-n", &cli, "rule", "add", "from", &Names::cli_addr(i), "table", &table])?;
+        cmd::run_ok(&["ip", "-n", &cli, "route", "add", "default", "dev", &c, "table", &table])?;
         Ok(())
     }
 
@@ -226,10 +196,7 @@ impl Lab {
     /// Restores link `i` after [`Lab::cut`].
     pub fn restore(&mut self, i: usize) -> Result<()> {
         for (ns, dev) in self.ends(i) {
-            cmd::in_ns(
-                &ns,
-                &["nft", "delete", "table", "netdev", &nft::cut_table(&dev)],
-            )?;
+            cmd::in_ns(&ns, &["nft", "delete", "table", "netdev", &nft::cut_table(&dev)])?;
         }
         self.cut[i - 1] = false;
         Ok(())
@@ -246,10 +213,7 @@ impl Lab {
     }
 
     fn ends(&self, i: usize) -> [(String, String); 2] {
-        [
-            (self.names.cli.clone(), Names::cli_dev(i)),
-            (self.names.srv.clone(), Names::srv_dev(i)),
-        ]
+        [(self.names.cli.clone(), Names::cli_dev(i)), (self.names.srv.clone(), Names::srv_dev(i))]
     }
 
     /// Checks link `i` in both directions with a TCP handshake across it (client→server and
@@ -280,10 +244,7 @@ impl Lab {
         for ns in self.namespaces.drain(..) {
             let stray = stale::pids_in_namespace(&ns);
             if !stray.is_empty() {
-                eprintln!(
-                    "braid lab: killing {} stray process(es) in {ns}: {stray:?}",
-                    stray.len()
-                );
+                eprintln!("braid lab: killing {} stray process(es) in {ns}: {stray:?}", stray.len());
                 stale::kill_foreign(&stray);
             }
             if let Err(e) = cmd::run_ok(&["ip", "netns", "del", &ns]) {
@@ -322,6 +283,5 @@ impl Drop for Lab {
 
 /// Whether link `i`'s devices exist (used by tests).
 pub fn link_exists(lab: &Lab, i: usize) -> bool {
-    link::device_exists(lab.cli(), &Names::cli_dev(i))
-        && link::device_exists(lab.srv(), &Names::srv_dev(i))
+    link::device_exists(lab.cli(), &Names::cli_dev(i)) && link::device_exists(lab.srv(), &Names::srv_dev(i))
 }

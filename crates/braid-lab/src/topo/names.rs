@@ -23,12 +23,7 @@ impl Names {
     /// Names for the lab run by process `pid`.
     pub fn for_pid(pid: u32) -> Names {
         let id = format!("{PREFIX}-{pid}");
-        Names {
-            cli: format!("{id}-cli"),
-            srv: format!("{id}-srv"),
-            dir: std::env::temp_dir().join(&id),
-            id,
-        }
+        Names { cli: format!("{id}-cli"), srv: format!("{id}-srv"), dir: std::env::temp_dir().join(&id), id }
     }
 
     /// Client-side device of link `i` (1-based).

@@ -12,28 +12,18 @@ pub fn tc_commands(dev: &str, link: &LinkSpec) -> Vec<Vec<String>> {
     let rate = tc_rate(link.rate_bps);
     let words = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
     vec![
-        words(&format!(
-            "qdisc add dev {dev} root handle 1: htb default 10"
-        )),
+        words(&format!("qdisc add dev {dev} root handle 1: htb default 10")),
         words(&format!(
             "class add dev {dev} parent 1: classid 1:10 htb rate {rate} ceil {rate} quantum 1514"
         )),
-        words(&format!(
-            "qdisc add dev {dev} parent 1:10 handle 10: bfifo limit {}",
-            link.queue_bytes()
-        )),
+        words(&format!("qdisc add dev {dev} parent 1:10 handle 10: bfifo limit {}", link.queue_bytes())),
     ]
 }
 
 /// Turns offloads off and installs the shaper on `dev` in namespace `ns`.
 pub fn shape(ns: &str, dev: &str, link: &LinkSpec) -> Result<()> {
     // Not every device supports every offload flag; a refusal is harmless.
-    let _ = cmd::in_ns(
-        ns,
-        &[
-            "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off",
-        ],
-    );
+    let _ = cmd::in_ns(ns, &["ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off"]);
     for c in tc_commands(dev, link) {
         let mut args = vec!["tc", "-n", ns];
         args.extend(c.iter().map(String::as_str));

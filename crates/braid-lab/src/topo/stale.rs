@@ -46,11 +46,7 @@ pub fn lab_namespaces() -> Vec<String> {
 /// PIDs of the processes inside namespace `ns` (`ip netns pids`).
 pub fn pids_in_namespace(ns: &str) -> Vec<u32> {
     cmd::run_ok(&["ip", "netns", "pids", ns])
-        .map(|out| {
-            out.split_whitespace()
-                .filter_map(|p| p.parse().ok())
-                .collect()
-        })
+        .map(|out| out.split_whitespace().filter_map(|p| p.parse().ok()).collect())
         .unwrap_or_default()
 }
 
@@ -91,10 +87,9 @@ pub fn kill_foreign(pids: &[u32]) {
 /// Whether `pid` exists and is not a zombie.
 fn alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => s
-            .rfind(')')
-            .and_then(|i| s[i + 1..].split_whitespace().next())
-            .is_some_and(|state| state != "Z"),
+        Ok(s) => {
+            s.rfind(')').and_then(|i| s[i + 1..].split_whitespace().next()).is_some_and(|state| state != "Z")
+        }
         Err(_) => false,
     }
 }
@@ -114,10 +109,7 @@ pub fn sweep() -> Result<Vec<String>> {
         let pids = pids_in_namespace(&ns);
         kill_foreign(&pids);
         match cmd::run_ok(&["ip", "netns", "del", &ns]) {
-            Ok(_) => removed.push(format!(
-                "namespace {ns} (killed {} process(es) inside)",
-                pids.len()
-            )),
+            Ok(_) => removed.push(format!("namespace {ns} (killed {} process(es) inside)", pids.len())),
             Err(e) => removed.push(format!("namespace {ns}: could not delete: {e:#}")),
         }
     }
@@ -126,11 +118,7 @@ pub fn sweep() -> Result<Vec<String>> {
         let pids = pids_mentioning(&needle);
         kill_foreign(&pids);
         let _ = std::fs::remove_dir_all(&dir);
-        removed.push(format!(
-            "directory {} (killed {} process(es) using it)",
-            dir.display(),
-            pids.len()
-        ));
+        removed.push(format!("directory {} (killed {} process(es) using it)", dir.display(), pids.len()));
     }
     Ok(removed)
 }

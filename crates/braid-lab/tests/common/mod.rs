@@ -6,11 +6,8 @@ pub fn skip_reason(tools: &[&str]) -> Option<String> {
     if unsafe { libc::geteuid() } != 0 {
         return Some("needs root (network namespaces)".into());
     }
-    let missing: Vec<&str> = tools
-        .iter()
-        .copied()
-        .filter(|t| braid_lab::sys::cmd::which(t).is_none())
-        .collect();
+    let missing: Vec<&str> =
+        tools.iter().copied().filter(|t| braid_lab::sys::cmd::which(t).is_none()).collect();
     if !missing.is_empty() {
         return Some(format!("missing tools: {}", missing.join(", ")));
     }
