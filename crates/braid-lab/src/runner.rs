@@ -113,7 +113,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
         scenario.links.len(),
         scenario.workloads.len(),
         contenders.len(),
-        estimate_secs(&scenario, &contenders)
+        estimate_secs(&scenario, &contenders, &tools)
     ));
 
     let names = Names::for_pid(std::process::id());
@@ -178,9 +178,16 @@ fn write_outputs(ctx: &Ctx, args: &RunArgs, report: &LabReport, checks: &[String
     Ok(())
 }
 
-fn estimate_secs(s: &Scenario, contenders: &[Contender]) -> u64 {
-    let per_run: f64 = s.workloads.iter().map(|w| w.duration.as_secs_f64() + 3.0).sum();
-    (per_run * contenders.len() as f64 * s.repeats as f64 + 5.0) as u64
+fn estimate_secs(s: &Scenario, contenders: &[Contender], tools: &Tools) -> u64 {
+    let runs: f64 = s
+        .workloads
+        .iter()
+        .map(|w| {
+            let n = contenders.iter().filter(|c| c.skip_reason(tools, w).is_none()).count();
+            (w.duration.as_secs_f64() + 3.0) * n as f64
+        })
+        .sum();
+    (runs * s.repeats as f64 + 5.0) as u64
 }
 
 fn run_workloads(ctx: &Ctx, lab: &mut Lab, contenders: &[Contender], report: &mut LabReport) -> Result<()> {
