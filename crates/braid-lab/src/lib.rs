@@ -65,6 +65,7 @@ pub fn run(args: LabArgs) -> anyhow::Result<i32> {
         LabCommand::Run(a) => runner::run(a),
         LabCommand::Check { file } => check(&file),
         LabCommand::Clean => clean(),
+        LabCommand::Report { dir, json } => runner::rebuild_report(&dir, json),
     }
 }
 

@@ -3,14 +3,15 @@
 //! Three figures per transfer with link events (definitions in [`crate::metrics`]):
 //! - `recovery`: after each cut, per-100 ms goodput stays ≥ 90% of the surviving capacity
 //!   (the definition; the worst cut counts);
-//! - `recovery_avg`: the same on a 0.5 s trailing average, which does not penalise a receiver
-//!   that delivers in bursts larger than 100 ms worth of data;
-//! - `restore`: after each restore, the 0.5 s average stays ≥ 90% of the full capacity.
+//! - `recovery_avg`: the same on a centred 0.5 s average of the samples between the event and
+//!   the next one, which does not penalise a receiver that delivers in bursts larger than
+//!   100 ms worth of data;
+//! - `restore`: after each restore, that 0.5 s average stays ≥ 90% of the full capacity.
 
 use serde::Serialize;
 
 use crate::iperf::Sample;
-use crate::metrics::{median_index, time_to_target, trailing_average, RECOVERED_SHARE, RESTORE_WINDOW};
+use crate::metrics::{centred_average, median_index, time_to_target, AVERAGE_HALF_WINDOW, RECOVERED_SHARE};
 use crate::transfer::{Action, AppliedEvent};
 
 /// How long a target took.
@@ -56,7 +57,6 @@ pub fn run_times(series: &[Sample], events: &[AppliedEvent], capacity: &[f64]) -
     let Some(end) = series.last().map(|s| s.end) else {
         return RunTimes::default();
     };
-    let smoothed = trailing_average(series, RESTORE_WINDOW);
     let mut up = vec![true; capacity.len()];
     let (mut cuts, mut cuts_avg, mut restores) = (Vec::new(), Vec::new(), Vec::new());
     for (k, e) in events.iter().enumerate() {
@@ -69,16 +69,24 @@ pub fn run_times(series: &[Sample], events: &[AppliedEvent], capacity: &[f64]) -
             continue;
         }
         let target = RECOVERED_SHARE * surviving;
-        let timing = |s: &[Sample]| match time_to_target(s, e.at_s, until, target) {
-            Some(secs) => Timing::Ms(secs * 1e3),
-            None => Timing::NotReached,
+        let timing = |smooth: bool| {
+            let window: Vec<Sample> = series
+                .iter()
+                .copied()
+                .filter(|s| s.start + 1e-6 >= e.at_s && s.end <= until + 1e-6)
+                .collect();
+            let window = if smooth { centred_average(&window, AVERAGE_HALF_WINDOW) } else { window };
+            match time_to_target(&window, e.at_s, until, target) {
+                Some(secs) => Timing::Ms(secs * 1e3),
+                None => Timing::NotReached,
+            }
         };
         match e.action {
             Action::Cut => {
-                cuts.push(timing(series));
-                cuts_avg.push(timing(&smoothed));
+                cuts.push(timing(false));
+                cuts_avg.push(timing(true));
             }
-            Action::Restore => restores.push(timing(&smoothed)),
+            Action::Restore => restores.push(timing(true)),
         }
     }
     RunTimes { recovery: worst(&cuts), recovery_avg: worst(&cuts_avg), restore: worst(&restores) }

@@ -10,6 +10,7 @@ use anyhow::{bail, Context, Result};
 use crate::cli::RunArgs;
 use crate::contender::{self, Contender, Running, Tools};
 use crate::iperf::{ClientSpec, Traffic};
+use crate::report::markdown::one_line;
 use crate::results::{LabReport, RunRecord, Status, WorkloadResult};
 use crate::scenario::units::format_rate;
 use crate::scenario::{Scenario, Workload, WorkloadKind};
@@ -167,6 +168,27 @@ pub fn run(args: RunArgs) -> Result<i32> {
     Ok(code)
 }
 
+/// `braid lab report DIR`: recomputes the rows from the runs in `DIR/results.json` and
+/// rewrites the report files; returns the exit code the checks give.
+pub fn rebuild_report(dir: &Path, json: bool) -> Result<i32> {
+    let path = dir.join("results.json");
+    let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let old: LabReport = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a lab results file", path.display()))?;
+    let contenders = overrides::contender_list(&old.scenario);
+    let mut report = LabReport { workloads: Vec::new(), runs: Vec::new(), ..old.clone() };
+    for w in &old.workloads {
+        let runs: Vec<RunRecord> = old.runs.iter().filter(|r| r.workload == w.name).cloned().collect();
+        summarize_into(&old.scenario, &w.workload, &contenders, runs, &mut report);
+    }
+    let failed = checks::evaluate(&report);
+    report::write(dir, &report, &failed)?;
+    if json {
+        println!("{}", serde_json::to_string(&report::json::summary(&report, &failed))?);
+    }
+    Ok(if failed.is_empty() { EXIT_OK } else { EXIT_CHECK_FAILED })
+}
+
 fn write_outputs(ctx: &Ctx, args: &RunArgs, report: &LabReport, checks: &[String]) -> Result<()> {
     report::write(ctx.out, report, checks)?;
     ctx.say(&format!("report written to {}", ctx.out.join("report.md").display()));
@@ -250,14 +272,25 @@ fn finish_workload(
             ));
         }
     }
-    let mut rows = summary::summarize(ctx.scenario, w, contenders, &runs, None);
+    summarize_into(ctx.scenario, w, contenders, runs, report);
+}
+
+/// Rows for one workload's runs, appended to `report` with the runs.
+fn summarize_into(
+    scenario: &Scenario,
+    w: &Workload,
+    contenders: &[Contender],
+    mut runs: Vec<RunRecord>,
+    report: &mut LabReport,
+) {
+    let mut rows = summary::summarize(scenario, w, contenders, &runs, None);
     let mut capacity_source = None;
     if w.kind == WorkloadKind::Cut {
-        let cap = summary::reference_capacity(ctx.scenario, w, &report.workloads, &rows);
-        rows = summary::summarize(ctx.scenario, w, contenders, &runs, Some(&cap));
+        let cap = summary::reference_capacity(scenario, w, &report.workloads, &rows);
+        rows = summary::summarize(scenario, w, contenders, &runs, Some(&cap));
         capacity_source = Some(cap.source);
     }
-    report.workloads.push(WorkloadResult { name, workload: w.clone(), rows, capacity_source });
+    report.workloads.push(WorkloadResult { name: w.name(), workload: w.clone(), rows, capacity_source });
     report.runs.append(&mut runs);
 }
 
@@ -271,7 +304,7 @@ fn progress_line(r: &RunRecord) -> String {
             }
             s
         }
-        _ => format!("{head}: {:?} — {}", r.status, r.reason.clone().unwrap_or_default()),
+        _ => format!("{head}: {:?} — {}", r.status, one_line(r.reason.as_deref().unwrap_or_default(), 300)),
     }
 }
 
