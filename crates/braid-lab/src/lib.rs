@@ -32,6 +32,8 @@
 //! [`EXIT_INTERRUPTED`] (a signal; everything was still torn down). Errors (bad scenario, not
 //! root, missing tools, lab build failure) are returned as `Err`.
 
+#![warn(missing_docs)]
+
 mod checks;
 pub mod cli;
 pub mod contender;

@@ -11,10 +11,27 @@ const LEFT: f64 = 64.0;
 const RIGHT: f64 = 190.0;
 const TOP: f64 = 36.0;
 const BOTTOM: f64 = 48.0;
-const COLORS: [&str; 10] = [
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
-    "#17becf",
-];
+/// Colours for contenders without a fixed one (braid schedulers first).
+const COLORS: [&str; 8] =
+    ["#d62728", "#1f77b4", "#2ca02c", "#e377c2", "#17becf", "#bcbd22", "#8c564b", "#7f7f7f"];
+/// Single links in greys, so the multipath contenders stand out.
+const LINK_GREYS: [&str; 4] = ["#555555", "#888888", "#aaaaaa", "#cccccc"];
+
+/// The same contender gets the same colour in every plot.
+fn color_for(name: &str, spare: &mut usize) -> &'static str {
+    if let Some(i) = name.strip_prefix("tcp-link").and_then(|i| i.parse::<usize>().ok()) {
+        return LINK_GREYS[(i.max(1) - 1) % LINK_GREYS.len()];
+    }
+    match name {
+        "mptcp" => "#ff7f0e",
+        "aggligator" => "#9467bd",
+        _ => {
+            let c = COLORS[*spare % COLORS.len()];
+            *spare += 1;
+            c
+        }
+    }
+}
 
 /// One line of the plot.
 pub struct Line<'a> {
@@ -29,11 +46,11 @@ pub fn render(title: &str, lines: &[Line], events: &[AppliedEvent]) -> String {
     let t_max = lines.iter().filter_map(|l| l.series.last().map(|s| s.end)).fold(1.0, f64::max);
     let y_max_bps = lines.iter().flat_map(|l| l.series.iter().map(|s| s.bps)).fold(1e6, f64::max);
     let (y_top, y_step) = axis(y_max_bps / 1e6);
-    // iperf3's last interval ends a hair after the nominal length (10.0003 s).
-    let (t_top, t_step) = axis(t_max - 0.01);
+    // The receiver's last interval can end up to ~0.1 s after the nominal length.
+    let (t_top, t_step) = axis(t_max - 0.2);
     let pw = W - LEFT - RIGHT;
     let ph = H - TOP - BOTTOM;
-    let x = |t: f64| LEFT + t / t_top * pw;
+    let x = |t: f64| LEFT + t.min(t_top) / t_top * pw;
     let y = |mbit: f64| TOP + ph - (mbit / y_top).min(1.05) * ph;
 
     let mut o = String::new();
@@ -94,8 +111,9 @@ pub fn render(title: &str, lines: &[Line], events: &[AppliedEvent]) -> String {
             TOP + 10.0
         );
     }
+    let mut spare = 0;
     for (k, l) in lines.iter().enumerate() {
-        let color = COLORS[k % COLORS.len()];
+        let color = color_for(l.name, &mut spare);
         let pts: Vec<String> = l
             .series
             .iter()
