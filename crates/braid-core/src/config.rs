@@ -22,8 +22,13 @@ pub enum AckPath {
 pub struct TrafficClass {
     /// 0 is the most important.
     pub priority: u8,
-    /// Datagrams of this class that cannot leave within this time are dropped at the sender.
+    /// Delivery deadline of this class's datagrams, from when the application hands them
+    /// over: a datagram still at the sender when it passes is dropped there, and the
+    /// `deadline` scheduler drops it as soon as no path can deliver it in time (seed 001 MMTP).
     pub deadline: Option<Duration>,
+    /// The scheduler for this class (None: the session's). Classes sharing a scheduler kind
+    /// share one instance, so priority-aware schedulers see all their classes.
+    pub scheduler: Option<scheduler::Kind>,
 }
 
 /// Settings shared by both sides of a session.
@@ -57,6 +62,9 @@ pub struct SessionConfig {
     pub blackout_freeze: bool,
     /// Do not cut the window for losses classed as random (seeds 001, 003).
     pub loss_discrimination: bool,
+    /// Leave out paths that would lower the total, keeping them in standby until they improve
+    /// (seeds 000, 002; see `scheduler::admission`).
+    pub path_admission: bool,
     /// Most paths per session.
     pub max_paths: usize,
     /// Datagrams queued per direction.
@@ -82,6 +90,7 @@ impl Default for SessionConfig {
             ack_path: AckPath::default(),
             blackout_freeze: true,
             loss_discrimination: false,
+            path_admission: true,
             max_paths: 16,
             datagram_queue: 1024,
             classes: BTreeMap::new(),

@@ -1,9 +1,24 @@
 //! Unreliable datagrams: queued per traffic class at the sender (highest priority first,
-//! dropped when their deadline passes — seed 001's MMTP), delivered at most once.
+//! dropped when their deadline passes — seed 001's MMTP), delivered at most once (copies sent
+//! on several paths by the redundant scheduler are recognised by class and sequence number).
+//!
+//! The sender measures each class's offered rate, which priority-aware schedulers allocate
+//! paths by (seed 000 §III-C: subflows are described by their rate).
 
 use crate::time::Timestamp;
 use bytes::Bytes;
 use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+
+/// Bytes a datagram costs on the wire beyond its payload (packet header, AEAD tag, frame
+/// header with deadline), counted in the class rate.
+pub const DATAGRAM_OVERHEAD: usize = crate::wire::DATA_OVERHEAD + 16;
+/// Width of a rate-meter bucket.
+const RATE_BUCKET: Duration = Duration::from_secs(1);
+/// Buckets the rate meter averages over (and takes the peak of).
+const RATE_BUCKETS: usize = 5;
+/// Sequence numbers remembered per class to recognise duplicates.
+const DEDUP_WINDOW: u64 = 4096;
 
 /// A datagram waiting to be sent.
 #[derive(Debug, Clone)]
@@ -57,6 +72,89 @@ pub struct DatagramStats {
     pub lost: u64,
     /// Received from the peer.
     pub received: u64,
+    /// Received again (a redundant copy) and discarded.
+    pub duplicates: u64,
+}
+
+/// Offered rate of one class: bytes per one-second bucket over the last five seconds.
+#[derive(Debug, Clone, Default)]
+pub struct RateMeter {
+    start: Option<Timestamp>,
+    current: u64,
+    done: VecDeque<u64>,
+}
+
+impl RateMeter {
+    /// Counts `bytes` offered at `now`.
+    pub fn add(&mut self, now: Timestamp, bytes: u64) {
+        self.roll(now);
+        self.current += bytes;
+    }
+
+    fn roll(&mut self, now: Timestamp) {
+        let start = *self.start.get_or_insert(now);
+        let elapsed = (now - start).as_nanos() / RATE_BUCKET.as_nanos();
+        if elapsed == 0 {
+            return;
+        }
+        for i in 0..elapsed.min(RATE_BUCKETS as u128 + 1) {
+            self.done.push_back(if i == 0 { self.current } else { 0 });
+            if self.done.len() > RATE_BUCKETS {
+                self.done.pop_front();
+            }
+        }
+        self.current = 0;
+        self.start = Some(start + RATE_BUCKET * elapsed as u32);
+    }
+
+    /// (mean, peak) in bytes/s over the completed buckets; zero before the first completes.
+    pub fn rates(&mut self, now: Timestamp) -> (f64, f64) {
+        self.roll(now);
+        if self.done.is_empty() {
+            return (0.0, 0.0);
+        }
+        let secs = RATE_BUCKET.as_secs_f64();
+        let mean = self.done.iter().sum::<u64>() as f64 / self.done.len() as f64 / secs;
+        let peak = self.done.iter().copied().max().unwrap_or(0) as f64 / secs;
+        (mean, peak)
+    }
+}
+
+/// Which sequence numbers of a class arrived (a sliding window).
+#[derive(Debug, Clone, Default)]
+struct SeenWindow {
+    highest: Option<u64>,
+    bits: VecDeque<bool>,
+}
+
+impl SeenWindow {
+    /// Records `seq`; false when it was seen before or is too old to tell.
+    fn insert(&mut self, seq: u64) -> bool {
+        let Some(high) = self.highest else {
+            // Sequence numbers start at 0: everything below the first one is still expected.
+            self.highest = Some(seq);
+            self.bits.extend(std::iter::repeat_n(false, seq.min(DEDUP_WINDOW - 1) as usize));
+            self.bits.push_back(true);
+            return true;
+        };
+        if seq > high {
+            for _ in high + 1..seq {
+                self.bits.push_back(false);
+            }
+            self.bits.push_back(true);
+            while self.bits.len() as u64 > DEDUP_WINDOW {
+                self.bits.pop_front();
+            }
+            self.highest = Some(seq);
+            return true;
+        }
+        let back = high - seq;
+        if back >= self.bits.len() as u64 {
+            return false;
+        }
+        let idx = self.bits.len() - 1 - back as usize;
+        !std::mem::replace(&mut self.bits[idx], true)
+    }
 }
 
 /// Datagram queues of a session.
@@ -71,6 +169,8 @@ pub struct Datagrams {
     /// Received datagrams dropped because the application did not read them in time.
     pub incoming_overflow: u64,
     limit: usize,
+    rates: BTreeMap<u8, RateMeter>,
+    seen: BTreeMap<u8, SeenWindow>,
 }
 
 impl Datagrams {
@@ -79,8 +179,17 @@ impl Datagrams {
         Datagrams { limit: limit.max(1), ..Default::default() }
     }
 
-    /// Queues a datagram; when the queue is full the oldest of the least important class goes.
-    pub fn push(&mut self, class: u8, data: Bytes, deadline: Option<Timestamp>, priority: impl Fn(u8) -> u8) {
+    /// Queues a datagram at `now`; when the queue is full the oldest of the least important
+    /// class goes.
+    pub fn push(
+        &mut self,
+        now: Timestamp,
+        class: u8,
+        data: Bytes,
+        deadline: Option<Timestamp>,
+        priority: impl Fn(u8) -> u8,
+    ) {
+        self.rates.entry(class).or_default().add(now, (data.len() + DATAGRAM_OVERHEAD) as u64);
         let seq = self.next_seq.entry(class).or_insert(0);
         let d = OutgoingDatagram { class, seq: *seq, data, deadline };
         *seq += 1;
@@ -117,6 +226,29 @@ impl Datagrams {
             .map(|(_, d)| d)
     }
 
+    /// Puts a datagram back at the head of its class queue (it was waiting on a path that
+    /// went away).
+    pub fn push_front(&mut self, d: OutgoingDatagram) {
+        self.outgoing.entry(d.class).or_default().push_front(d);
+        self.outgoing_len += 1;
+    }
+
+    /// Bytes of datagram payload waiting in the class queues.
+    pub fn queued_bytes(&self) -> u64 {
+        self.outgoing.values().flatten().map(|d| d.data.len() as u64).sum()
+    }
+
+    /// Every class that offered datagrams, with its (mean, peak) rate in bytes/s.
+    pub fn class_rates(&mut self, now: Timestamp) -> Vec<(u8, f64, f64)> {
+        self.rates
+            .iter_mut()
+            .map(|(c, m)| {
+                let (mean, peak) = m.rates(now);
+                (*c, mean, peak)
+            })
+            .collect()
+    }
+
     /// Takes the datagram `peek` returned.
     pub fn pop(&mut self, class: u8) -> Option<OutgoingDatagram> {
         let d = self.outgoing.get_mut(&class)?.pop_front()?;
@@ -142,18 +274,56 @@ impl Datagrams {
         self.stats.entry(class).or_default().expired += 1;
     }
 
-    /// Stores a received datagram for the application.
-    pub fn on_received(&mut self, d: Datagram) {
+    /// Stores a received datagram for the application; false (and dropped) when it is a copy
+    /// of one already received.
+    pub fn on_received(&mut self, d: Datagram) -> bool {
+        if !self.seen.entry(d.class).or_default().insert(d.seq) {
+            self.stats.entry(d.class).or_default().duplicates += 1;
+            return false;
+        }
         self.stats.entry(d.class).or_default().received += 1;
         if self.incoming.len() >= self.limit {
             self.incoming.pop_front();
             self.incoming_overflow += 1;
         }
         self.incoming.push_back(d);
+        true
     }
 
     /// The next received datagram.
     pub fn recv(&mut self) -> Option<Datagram> {
         self.incoming.pop_front()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_are_delivered_once() {
+        let mut d = Datagrams::new(16);
+        let dg = |seq| Datagram { class: 1, seq, data: Bytes::from_static(b"x") };
+        assert!(d.on_received(dg(5)));
+        assert!(!d.on_received(dg(5)));
+        assert!(d.on_received(dg(3)));
+        assert!(d.on_received(dg(9000)));
+        assert!(!d.on_received(dg(3)), "too old to tell: treated as a copy");
+        assert!(d.on_received(dg(8999)));
+        assert_eq!(d.stats[&1].received, 4);
+        assert_eq!(d.stats[&1].duplicates, 2);
+    }
+
+    #[test]
+    fn class_rate_over_whole_seconds() {
+        let mut m = RateMeter::default();
+        let t = |ms: u64| Timestamp::from_nanos(ms * 1_000_000);
+        for i in 0..50 {
+            m.add(t(i * 100), 1000); // 10 kB/s for 5 s
+        }
+        let (mean, peak) = m.rates(t(5000));
+        assert!((mean - 10_000.0).abs() < 1.0 && (peak - 10_000.0).abs() < 1.0, "{mean} {peak}");
+        let (mean, _) = m.rates(t(20_000));
+        assert_eq!(mean, 0.0, "idle for long: nothing offered");
     }
 }

@@ -1,62 +1,424 @@
-//! The path monitor: what schedulers and the status API read about a path — RTT (smoothed,
-//! minimum, variance live in the path's RTT estimator), delivery rate, loss rate and jitter.
+//! The path monitor: what schedulers, path admission and the status API know about a path.
+//!
+//! | measurement | how |
+//! | --- | --- |
+//! | smoothed, minimum RTT, RTT variance | the path's RTT estimator (RFC 9002 §5), published here |
+//! | capacity | packet pair when the path starts and while it is not saturated (seed 001 §4.1), the delivery rate while it is (draft-cheng-iccrg-delivery-rate-estimation) |
+//! | loss rate | share of ack-eliciting packets declared lost: a long average (about 256 packets) and a short one (about 32); and the same for impairment losses only (no queue: the link's own loss, what reliability and admission go by) |
+//! | jitter | RFC 3550 §6.4.1's estimator, J += (\|D\| − J)/16, over consecutive RTT samples |
+//! | state | probing, active, standby, suspect, down ([`MonitorState`]) |
+//! | loss discrimination | a loss is random when it comes with no queue and no growing trend (seeds 001, 003) |
+//!
+//! Bytes and packets each way are the path's counters ([`crate::path::PathStats`]).
+//!
+//! **Packet pair** (seed 001 §4.1): "Send two back-to-back packets … bandwidth = size/Δ". The
+//! sender sends two full-size probe packets (PING + PADDING) back to back; the peer
+//! acknowledges each probe packet at once, and the ACK frame's delay field tells how long the
+//! peer held it, so the gap between the two arrivals at the peer is the gap between the ACKs'
+//! arrivals minus the difference of their delays (the return trip is the same for both).
 
 use crate::path::rtt::RttEstimator;
+use crate::time::Timestamp;
 use std::time::Duration;
 
-/// Weight of one packet in the exponentially weighted loss rate (about the last 256 packets).
+/// Weight of one packet in the long loss average (about the last 256 packets).
 const LOSS_EWMA: f64 = 1.0 / 256.0;
+/// Weight of one packet in the short loss average (about the last 32 packets).
+const RECENT_LOSS_EWMA: f64 = 1.0 / 32.0;
+/// RTT samples looked at for a growing trend (seed 001 §4.3; the digest's A6 reading: 8).
+const TREND_SAMPLES: usize = 8;
+/// Delivery-rate samples are kept this long for the capacity estimate.
+const RATE_WINDOW: Duration = Duration::from_secs(2);
+/// A packet pair is repeated on a path that is not saturated at most this often…
+const PAIR_MIN_INTERVAL: Duration = Duration::from_secs(2);
+/// …and no more often than keeps its cost under this share of the path's capacity.
+const PAIR_MAX_SHARE: f64 = 0.02;
+/// A packet pair counts as current for this long.
+const PAIR_FRESH: Duration = Duration::from_secs(10);
+
+/// A path's state as the monitor reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MonitorState {
+    /// Being validated, or validated but not yet measured (no packet-pair or delivery-rate
+    /// estimate yet).
+    Probing,
+    /// Carrying data.
+    Active,
+    /// Usable but left out: path admission judged it would lower the total, or it is marked
+    /// standby.
+    Standby,
+    /// Silent: its data moved to other paths, it is probed (seed 003's blackout detection).
+    Suspect,
+    /// Closed or failed.
+    Down,
+}
+
+impl MonitorState {
+    /// Lower-case name for status output.
+    pub fn name(self) -> &'static str {
+        match self {
+            MonitorState::Probing => "probing",
+            MonitorState::Active => "active",
+            MonitorState::Standby => "standby",
+            MonitorState::Suspect => "suspect",
+            MonitorState::Down => "down",
+        }
+    }
+}
+
+/// A packet pair in progress: the two probe packet numbers and when the peer received them.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PairProbe {
+    /// Packet numbers of the first and second probe.
+    pub pns: [u64; 2],
+    /// Size of the second probe, bytes.
+    pub size: u64,
+    /// Receive time of each probe at the peer, on our clock shifted by the return trip.
+    pub received: [Option<Timestamp>; 2],
+}
 
 /// Measurements of one path.
 #[derive(Debug, Clone, Default)]
 pub struct Monitor {
-    /// Fraction of ack-eliciting packets lost, smoothed.
+    /// Fraction of ack-eliciting packets lost, all causes (about the last 256; a plain
+    /// average before).
     pub loss_rate: f64,
+    /// Fraction of ack-eliciting packets lost, all causes (about the last 32).
+    pub recent_loss: f64,
+    /// Fraction lost to the link's impairment — losses that came with no queue (see
+    /// [`Monitor::judge_loss`]); congestion losses are left out, as the path's own congestion
+    /// control answers them. About the last 256 packets. This is the path's reliability for
+    /// schedulers and admission.
+    pub impairment_loss: f64,
+    /// The same over about the last 32 packets.
+    pub recent_impairment: f64,
+    /// Packet outcomes (acknowledged or lost) counted so far.
+    pub outcomes: u64,
+    /// Outcomes counted in the impairment figures.
+    pub impairment_outcomes: u64,
     /// Latest valid delivery-rate sample, bytes/s.
     pub delivery_rate: f64,
     /// Largest recent delivery-rate sample not limited by the application, bytes/s.
     pub max_delivery_rate: f64,
-    /// RFC 3550-style jitter of RTT samples: J += (|D| - J) / 16.
+    /// RFC 3550-style jitter of RTT samples.
     pub jitter: Duration,
     last_rtt: Option<Duration>,
+    rtts: [Duration; TREND_SAMPLES],
+    rtt_count: usize,
     /// Loss discrimination switched on (seeds 001, 003).
     pub discriminate_loss: bool,
+    /// Loss events classed as random (no queue, no growing trend).
+    pub random_losses: u64,
+    /// Loss events classed as congestion.
+    pub congestion_losses: u64,
+    /// Latest packet-pair estimate, bytes/s, and when it was taken.
+    pub packet_pair: Option<(f64, Timestamp)>,
+    /// The pair in flight.
+    pub pair: Option<PairProbe>,
+    /// Probe packets still to send for the next pair (2 when one is due).
+    pub pair_due: u8,
+    /// When the last pair was sent.
+    pub pair_sent: Option<Timestamp>,
+    /// Samples until the path has delivered this many bytes are not saturated: the scheduler
+    /// held the path back while it could have sent.
+    pub unsaturated_until: u64,
+    /// Largest delivery-rate sample (any) in the current and previous rate windows.
+    recent_max: [(Timestamp, f64); 2],
+    /// Largest saturated (not application-limited) sample in the current and previous windows.
+    saturated_max: [(Timestamp, f64); 2],
+}
+
+fn ewma(v: &mut f64, x: f64, weight: f64, n: u64) {
+    // A plain average until the window is full, so early figures are not biased to zero.
+    *v += (x - *v) * weight.max(1.0 / n as f64);
 }
 
 impl Monitor {
-    /// A packet was acknowledged (`lost == false`) or declared lost.
-    pub fn on_packet_outcome(&mut self, lost: bool) {
+    /// A packet was acknowledged (`lost == false`) or declared lost; `random` is the loss
+    /// verdict ([`Monitor::judge_loss`]) for a lost one.
+    pub fn on_packet_outcome(&mut self, lost: bool, random: bool) {
         let x = if lost { 1.0 } else { 0.0 };
-        self.loss_rate += (x - self.loss_rate) * LOSS_EWMA;
+        self.outcomes += 1;
+        ewma(&mut self.loss_rate, x, LOSS_EWMA, self.outcomes);
+        ewma(&mut self.recent_loss, x, RECENT_LOSS_EWMA, self.outcomes);
+        if !lost || random {
+            self.impairment_outcomes += 1;
+            ewma(&mut self.impairment_loss, x, LOSS_EWMA, self.impairment_outcomes);
+            ewma(&mut self.recent_impairment, x, RECENT_LOSS_EWMA, self.impairment_outcomes);
+        }
     }
 
     /// A new RTT sample.
     pub fn on_rtt_sample(&mut self, rtt: Duration) {
         if let Some(prev) = self.last_rtt {
+            // RFC 3550 §6.4.1: J(i) = J(i-1) + (|D(i-1,i)| - J(i-1))/16
             let d = rtt.abs_diff(prev).as_secs_f64();
             let j = self.jitter.as_secs_f64();
             self.jitter = Duration::from_secs_f64((j + (d - j) / 16.0).max(0.0));
         }
         self.last_rtt = Some(rtt);
+        self.rtts[self.rtt_count % TREND_SAMPLES] = rtt;
+        self.rtt_count += 1;
     }
 
-    /// A new delivery-rate sample.
-    pub fn on_delivery_rate(&mut self, rate: f64, app_limited: bool) {
+    /// A new delivery-rate sample at `now`.
+    pub fn on_delivery_rate(&mut self, now: Timestamp, rate: f64, app_limited: bool) {
         self.delivery_rate = rate;
         if !app_limited || rate > self.max_delivery_rate {
             // Decay slowly so the maximum follows a path whose capacity shrank.
             self.max_delivery_rate = rate.max(self.max_delivery_rate * 0.98);
         }
+        windowed_max(&mut self.recent_max, now, rate);
+        if !app_limited {
+            windowed_max(&mut self.saturated_max, now, rate);
+        }
     }
 
-    /// Loss discrimination: a loss is classed as random (not congestion) when no queue has
-    /// built up, i.e. the latest RTT is within max(2 ms, min RTT / 8) plus four jitters of the
-    /// path's minimum RTT.
+    /// True when the path carried as much as it could within the last rate window.
+    pub fn saturated(&self, now: Timestamp) -> bool {
+        window_value(&self.saturated_max, now).is_some()
+    }
+
+    /// The path's capacity in bytes/s. `model` is the congestion controller's bottleneck
+    /// estimate if it keeps one (a windowed maximum that rides out short dips such as a
+    /// minimum-RTT probe); `fallback` is used when nothing was measured.
+    ///
+    /// * Saturated within the last 2 s: the largest saturated delivery rate (or the model's
+    ///   estimate, if larger).
+    /// * Not saturated (application-limited, or held back by the scheduler): its delivery rate
+    ///   only bounds the capacity from below, so the largest of that, the model and a packet
+    ///   pair of the last 10 s; an older pair if that is all there is.
+    pub fn capacity(&self, now: Timestamp, model: Option<f64>, fallback: f64) -> f64 {
+        let model = model.unwrap_or(0.0);
+        if let Some(s) = window_value(&self.saturated_max, now) {
+            return s.max(model);
+        }
+        let pair = self.packet_pair.filter(|(_, at)| now < *at + PAIR_FRESH).map_or(0.0, |(r, _)| r);
+        let recent = window_value(&self.recent_max, now).unwrap_or(0.0);
+        let c = pair.max(recent).max(model);
+        if c > 0.0 {
+            c
+        } else if let Some((r, _)) = self.packet_pair {
+            r
+        } else {
+            fallback
+        }
+    }
+
+    /// True once the path has a capacity estimate of its own (packet pair or delivery rate).
+    pub fn measured(&self) -> bool {
+        self.packet_pair.is_some() || self.max_delivery_rate > 0.0
+    }
+
+    /// Asks for a packet pair now (path start).
+    pub fn request_pair(&mut self) {
+        if self.pair.is_none() {
+            self.pair_due = 2;
+        }
+    }
+
+    /// Asks for a packet pair when one is due: the path is not saturated and the last pair is
+    /// older than max(2 s, the interval that keeps pairs under 2% of its capacity).
+    pub fn maybe_request_pair(&mut self, now: Timestamp, capacity: f64, mtu: usize) {
+        if self.pair.is_some() || self.pair_due > 0 || self.saturated(now) {
+            return;
+        }
+        let cost = Duration::from_secs_f64(2.0 * mtu as f64 / (PAIR_MAX_SHARE * capacity.max(1.0)));
+        let interval = PAIR_MIN_INTERVAL.max(cost).min(Duration::from_secs(600));
+        if self.pair_sent.is_none_or(|t| now >= t + interval) {
+            self.pair_due = 2;
+        }
+    }
+
+    /// Records a probe packet of the pair as sent.
+    pub fn on_pair_sent(&mut self, now: Timestamp, pn: u64, size: u64) {
+        match (self.pair_due, self.pair.as_mut()) {
+            (2, _) => self.pair = Some(PairProbe { pns: [pn, pn], size, received: [None, None] }),
+            (1, Some(p)) => {
+                p.pns[1] = pn;
+                p.size = size;
+            }
+            _ => {}
+        }
+        self.pair_due = self.pair_due.saturating_sub(1);
+        self.pair_sent = Some(now);
+    }
+
+    /// An ACK whose largest packet number is `largest` arrived at `now` and says the peer held
+    /// it for `ack_delay`. Completes a packet-pair sample when both probes are placed.
+    pub fn on_ack_for_pair(&mut self, now: Timestamp, largest: u64, ack_delay: Duration, acked: &[u64]) {
+        let Some(p) = self.pair.as_mut() else { return };
+        if p.pns[0] == p.pns[1] {
+            return; // second probe not sent yet
+        }
+        for (i, pn) in p.pns.iter().enumerate() {
+            if largest == *pn {
+                p.received[i] = Some(now - ack_delay);
+            } else if acked.contains(pn) && p.received[i].is_none() {
+                // Acknowledged together with a later packet: its arrival time is unknown.
+                self.pair = None;
+                return;
+            }
+        }
+        if let [Some(a), Some(b)] = p.received {
+            let gap = b.saturating_since(a).as_secs_f64();
+            let size = p.size;
+            self.pair = None;
+            // Below 1 µs the gap is noise (at 1452 bytes that would be beyond 10 Gbit/s).
+            if gap >= 1e-6 {
+                self.packet_pair = Some((size as f64 / gap, now));
+            }
+        }
+    }
+
+    /// A probe of the pair was lost: the sample is abandoned.
+    pub fn on_lost_for_pair(&mut self, pn: u64) {
+        if self.pair.is_some_and(|p| p.pns.contains(&pn)) {
+            self.pair = None;
+        }
+    }
+
+    /// Loss discrimination (seed 001 §4.3: "If a loss is accompanied by a growing trend in the
+    /// interarrival times, the loss is probably a congestion loss. If not, it is probably a
+    /// transmission loss"; seed 003 §3.3: random losses are left alone). Returns whether the
+    /// congestion controller should treat the loss as random — only when discrimination is on
+    /// — and counts the verdict.
+    pub fn classify_loss(&mut self, rtt: &RttEstimator) -> bool {
+        let random = self.loss_looks_random(rtt);
+        if random {
+            self.random_losses += 1;
+        } else {
+            self.congestion_losses += 1;
+        }
+        random
+    }
+
+    /// The verdict of [`Monitor::classify_loss`] without counting it (false when loss
+    /// discrimination is off).
     pub fn loss_looks_random(&self, rtt: &RttEstimator) -> bool {
-        if !self.discriminate_loss || !rtt.has_sample() {
+        self.discriminate_loss && self.judge_loss(rtt)
+    }
+
+    /// The rule itself. At the sender a queue shows in the RTT: a loss is random when the
+    /// latest RTT is within max(2 ms, min RTT / 8) plus four jitters of the minimum and the last
+    /// eight samples show no growing trend (they rose by less than half that slack overall, or
+    /// fewer than three of the last four steps went up — the digest's A6 reading transposed
+    /// to RTT samples).
+    pub fn judge_loss(&self, rtt: &RttEstimator) -> bool {
+        if !rtt.has_sample() {
             return false;
         }
         let slack = (rtt.min() / 8).max(Duration::from_millis(2)) + 4 * self.jitter;
-        rtt.latest() <= rtt.min() + slack
+        rtt.latest() <= rtt.min() + slack && !self.rtt_trend(slack / 2)
+    }
+
+    /// True when the last RTT samples grew by more than `rise` overall and mostly step by step.
+    fn rtt_trend(&self, rise: Duration) -> bool {
+        if self.rtt_count < TREND_SAMPLES {
+            return false;
+        }
+        let at = |back: usize| self.rtts[(self.rtt_count - 1 - back) % TREND_SAMPLES];
+        let overall = at(0).saturating_sub(at(TREND_SAMPLES - 1));
+        let ups = (0..4).filter(|&i| at(i) > at(i + 1)).count();
+        overall > rise && ups >= 3
+    }
+}
+
+fn windowed_max(w: &mut [(Timestamp, f64); 2], now: Timestamp, v: f64) {
+    let half = RATE_WINDOW / 2;
+    if w[0].1 == 0.0 || now >= w[0].0 + half {
+        w[1] = w[0];
+        w[0] = (now, v);
+    } else {
+        w[0].1 = w[0].1.max(v);
+    }
+}
+
+fn window_value(w: &[(Timestamp, f64); 2], now: Timestamp) -> Option<f64> {
+    w.iter().filter(|(t, v)| *v > 0.0 && now < *t + RATE_WINDOW).map(|(_, v)| *v).reduce(f64::max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Timestamp {
+        Timestamp::from_nanos(n * 1_000_000)
+    }
+
+    #[test]
+    fn loss_rate_averages_before_the_window_fills() {
+        let mut m = Monitor::default();
+        for i in 0..100 {
+            m.on_packet_outcome(i % 10 == 0, i % 20 == 0);
+        }
+        assert!((m.loss_rate - 0.1).abs() < 0.02, "{}", m.loss_rate);
+        // Half the losses were congestion: the impairment figure counts the other half.
+        assert!((m.impairment_loss - 5.0 / 95.0).abs() < 0.01, "{}", m.impairment_loss);
+        for _ in 0..200 {
+            m.on_packet_outcome(false, false);
+        }
+        assert!(m.recent_loss < 0.01 && m.loss_rate > 0.02, "{} {}", m.recent_loss, m.loss_rate);
+    }
+
+    #[test]
+    fn packet_pair_from_ack_gaps() {
+        let mut m = Monitor::default();
+        m.request_pair();
+        m.on_pair_sent(ms(0), 7, 1452);
+        m.on_pair_sent(ms(0), 8, 1452);
+        // The peer received them 1.452 ms apart (1 MB/s) and acked each at once.
+        m.on_ack_for_pair(ms(30), 7, Duration::ZERO, &[7]);
+        m.on_ack_for_pair(Timestamp::from_nanos(31_452_000 + 100_000), 8, Duration::from_micros(100), &[8]);
+        let (r, _) = m.packet_pair.unwrap();
+        assert!((r - 1e6).abs() < 1e3, "{r}");
+        assert!(m.pair.is_none());
+        // Both acknowledged by one ACK: no sample.
+        m.request_pair();
+        m.on_pair_sent(ms(100), 9, 1452);
+        m.on_pair_sent(ms(100), 10, 1452);
+        m.on_ack_for_pair(ms(130), 10, Duration::ZERO, &[9, 10]);
+        assert!(m.pair.is_none());
+    }
+
+    #[test]
+    fn capacity_prefers_saturated_delivery_then_pair() {
+        let mut m = Monitor::default();
+        assert_eq!(m.capacity(ms(0), None, 5.0), 5.0);
+        m.packet_pair = Some((1000.0, ms(0)));
+        m.on_delivery_rate(ms(10), 400.0, true);
+        assert_eq!(m.capacity(ms(20), None, 5.0), 1000.0);
+        m.on_delivery_rate(ms(30), 800.0, false);
+        assert!(m.saturated(ms(40)));
+        assert_eq!(m.capacity(ms(40), None, 5.0), 800.0);
+        assert_eq!(m.capacity(ms(40), Some(900.0), 5.0), 900.0);
+        // Three seconds later the saturated samples have aged out.
+        assert_eq!(m.capacity(ms(3100), None, 5.0), 1000.0);
+        // A pair older than 10 s counts only when nothing else is known.
+        assert_eq!(m.capacity(ms(11_000), Some(300.0), 5.0), 300.0);
+        assert_eq!(m.capacity(ms(11_000), None, 5.0), 1000.0);
+        m.maybe_request_pair(ms(3100), 1000.0, 1452);
+        assert_eq!(m.pair_due, 2, "a fresh pair is due on an unsaturated path");
+    }
+
+    #[test]
+    fn loss_discrimination_needs_no_queue_and_no_trend() {
+        let mut rtt = RttEstimator::default();
+        let mut m = Monitor { discriminate_loss: true, ..Monitor::default() };
+        for _ in 0..10 {
+            rtt.update(Duration::from_millis(40), Duration::ZERO);
+            m.on_rtt_sample(Duration::from_millis(40));
+        }
+        assert!(m.classify_loss(&rtt));
+        // A queue building: RTT rising step by step.
+        for i in 1..=8 {
+            let s = Duration::from_millis(40 + i);
+            rtt.update(s, Duration::ZERO);
+            m.on_rtt_sample(s);
+        }
+        assert!(!m.classify_loss(&rtt));
+        assert_eq!((m.random_losses, m.congestion_losses), (1, 1));
+        m.discriminate_loss = false;
+        assert!(!m.loss_looks_random(&rtt));
     }
 }

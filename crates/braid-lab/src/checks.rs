@@ -1,6 +1,7 @@
 //! The scenario's `[checks]`, evaluated against the results. A check that cannot be evaluated
 //! (braid skipped or failed) fails: CI must not pass because braid did not run.
 
+use crate::report::markdown::one_line;
 use crate::results::{LabReport, Status};
 use crate::scenario::WorkloadKind;
 
@@ -27,7 +28,7 @@ pub fn evaluate(report: &LabReport) -> Vec<String> {
                     "{} {}: no result ({})",
                     w.name,
                     r.name,
-                    r.reason.clone().unwrap_or_default()
+                    one_line(r.reason.as_deref().unwrap_or_default(), 300)
                 )),
             }
         }

@@ -27,6 +27,15 @@ pub enum LabCommand {
     /// Remove namespaces, processes and directories left behind by interrupted lab runs
     /// (needs root).
     Clean,
+    /// Rebuild report.md, the plots and summary.json of a finished run from its results.json
+    /// (no root needed).
+    Report {
+        /// The run's report directory.
+        dir: PathBuf,
+        /// Print the summary as one JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Arguments of `braid lab run`.

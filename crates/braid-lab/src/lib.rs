@@ -32,12 +32,15 @@
 //! [`EXIT_INTERRUPTED`] (a signal; everything was still torn down). Errors (bad scenario, not
 //! root, missing tools, lab build failure) are returned as `Err`.
 
+#![warn(missing_docs)]
+
 mod checks;
 pub mod cli;
 pub mod contender;
 pub mod iperf;
 pub mod metrics;
 mod overrides;
+pub mod recovery;
 pub mod report;
 pub mod results;
 mod runner;
@@ -64,6 +67,7 @@ pub fn run(args: LabArgs) -> anyhow::Result<i32> {
         LabCommand::Run(a) => runner::run(a),
         LabCommand::Check { file } => check(&file),
         LabCommand::Clean => clean(),
+        LabCommand::Report { dir, json } => runner::rebuild_report(&dir, json),
     }
 }
 

@@ -13,10 +13,10 @@ use crate::iperf::{Sample, INTERVAL_S};
 pub const RECOVERED_SHARE: f64 = 0.9;
 /// Shortest stretch at the target that counts as "stays".
 pub const MIN_STABLE_S: f64 = 0.5;
-/// Intervals averaged for the "back to full after restore" figure (0.5 s): multipath
-/// receivers deliver in bursts once a restored path's reordering starts, so single 100 ms
+/// Neighbours on each side in the 0.5 s averaged figures (2 + 1 + 2 intervals of 100 ms):
+/// multipath receivers deliver in bursts (reordering across paths), so single 100 ms
 /// intervals flap even at full rate.
-pub const RESTORE_WINDOW: usize = 5;
+pub const AVERAGE_HALF_WINDOW: usize = 2;
 /// TCP payload per htb-shaped byte: 1448 payload bytes per 1514-byte frame (with timestamps).
 pub const TCP_EFFICIENCY: f64 = 1448.0 / 1514.0;
 
@@ -43,14 +43,13 @@ pub fn time_to_target(series: &[Sample], at: f64, until: f64, target_bps: f64) -
     Some((stable.start - at).max(0.0))
 }
 
-/// Trailing moving average over `window` intervals (each sample averaged with up to
-/// `window - 1` predecessors, weighted by interval length).
-pub fn trailing_average(series: &[Sample], window: usize) -> Vec<Sample> {
-    let window = window.max(1);
+/// Centred moving average: each sample averaged (weighted by interval length) with up to
+/// `half` neighbours on each side, never reaching outside `series`. Callers pass only the
+/// samples between two link events, so no pre-event goodput leaks in and there is no lag.
+pub fn centred_average(series: &[Sample], half: usize) -> Vec<Sample> {
     (0..series.len())
         .map(|i| {
-            let from = (i + 1).saturating_sub(window);
-            let part = &series[from..=i];
+            let part = &series[i.saturating_sub(half)..(i + half + 1).min(series.len())];
             let secs: f64 = part.iter().map(|s| s.end - s.start).sum();
             let bits: f64 = part.iter().map(|s| s.bps * (s.end - s.start)).sum();
             Sample {
@@ -119,12 +118,12 @@ mod tests {
     }
 
     #[test]
-    fn averages_trail() {
-        let s = series(&[0.0, 10.0, 20.0]);
-        let a = trailing_average(&s, 2);
+    fn averages_are_centred_and_clipped() {
+        let s = series(&[0.0, 10.0, 20.0, 30.0]);
+        let a = centred_average(&s, 1);
         let v: Vec<f64> = a.iter().map(|x| (x.bps * 1e6).round() / 1e6).collect();
-        assert_eq!(v, [0.0, 5.0, 15.0]);
-        let same = trailing_average(&s, 1);
+        assert_eq!(v, [5.0, 10.0, 20.0, 25.0]);
+        let same = centred_average(&s, 0);
         assert!(same.iter().zip(&s).all(|(a, b)| (a.bps - b.bps).abs() < 1e-9));
     }
 

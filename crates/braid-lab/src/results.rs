@@ -1,14 +1,14 @@
 //! What a lab run records: one [`RunRecord`] per transfer, one [`Row`] per contender and
 //! workload (the median of the repeats, with ratios), and the [`LabReport`] holding them all.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::iperf::{Sample, UdpStats};
 use crate::scenario::{Scenario, Workload};
 use crate::transfer::AppliedEvent;
 
 /// Whether a contender ran.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     /// Ran and measured.
@@ -20,7 +20,7 @@ pub enum Status {
 }
 
 /// One transfer.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunRecord {
     /// Contender name.
     pub contender: String,
@@ -78,7 +78,7 @@ impl RunRecord {
 }
 
 /// One contender in one workload: the median run and the derived figures.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Row {
     /// Contender name (`sum-of-singles` for the computed sum).
     pub name: String,
@@ -94,10 +94,15 @@ pub struct Row {
     pub ratio_to_sum_of_singles: Option<f64>,
     /// Goodput ÷ link rates (time-weighted when links are cut).
     pub ratio_to_link_rates: Option<f64>,
-    /// Cut workloads: time until goodput stays ≥ 90% of the surviving capacity (worst cut).
+    /// Cut workloads: time until the per-100 ms goodput stays ≥ 90% of the surviving capacity
+    /// (worst cut of a run; median over runs).
     pub recovery_ms: Option<f64>,
     /// Cut workloads: whether a recovery time applies and was not reached.
     pub not_recovered: bool,
+    /// Cut workloads: the recovery time measured on a centred 0.5 s average.
+    pub recovery_avg_ms: Option<f64>,
+    /// Cut workloads: the 0.5 s average did not recover.
+    pub not_recovered_avg: bool,
     /// Cut workloads: time after a restore until the 0.5 s average goodput stays ≥ 90% of
     /// the full capacity.
     pub restore_ms: Option<f64>,
@@ -126,20 +131,22 @@ pub struct Row {
 }
 
 /// All rows and runs of one workload.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WorkloadResult {
     /// Workload name.
     pub name: String,
     /// The workload.
     pub workload: Workload,
-    /// Per-contender rows, in run order, with `sum-of-singles` after the singles.
+    /// Per-contender rows, in run order, with `sum-of-singles` after the singles. Absent
+    /// when read back for `braid lab report`, which recomputes them from the runs.
+    #[serde(default, skip_deserializing)]
     pub rows: Vec<Row>,
     /// Where the surviving capacity for recovery times came from.
     pub capacity_source: Option<String>,
 }
 
 /// Everything a run produced.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LabReport {
     /// The scenario as run (after command-line overrides).
     pub scenario: Scenario,

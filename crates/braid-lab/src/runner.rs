@@ -10,11 +10,12 @@ use anyhow::{bail, Context, Result};
 use crate::cli::RunArgs;
 use crate::contender::{self, Contender, Running, Tools};
 use crate::iperf::{ClientSpec, Traffic};
+use crate::report::markdown::one_line;
 use crate::results::{LabReport, RunRecord, Status, WorkloadResult};
 use crate::scenario::units::format_rate;
 use crate::scenario::{Scenario, Workload, WorkloadKind};
 use crate::sys::cmd;
-use crate::sys::netns::http_get;
+use crate::sys::netns::{http_get, in_netns};
 use crate::sys::signal::{self, Interrupted, SignalGuard};
 use crate::topo::{stale, Lab, Names};
 use crate::transfer::{run_transfer, schedule};
@@ -113,13 +114,14 @@ pub fn run(args: RunArgs) -> Result<i32> {
         scenario.links.len(),
         scenario.workloads.len(),
         contenders.len(),
-        estimate_secs(&scenario, &contenders)
+        estimate_secs(&scenario, &contenders, &tools)
     ));
 
     let names = Names::for_pid(std::process::id());
     let mut code = EXIT_OK;
     let result = match Lab::build(names, &scenario.links) {
         Ok(mut lab) => {
+            note_default_cc(&lab, &contenders, &mut report);
             let r = run_workloads(&ctx, &mut lab, &contenders, &mut report);
             if let Err(e) = preserve_logs(lab.dir(), &out.join("logs")) {
                 report.notes.push(format!("could not copy process logs: {e:#}"));
@@ -166,6 +168,27 @@ pub fn run(args: RunArgs) -> Result<i32> {
     Ok(code)
 }
 
+/// `braid lab report DIR`: recomputes the rows from the runs in `DIR/results.json` and
+/// rewrites the report files; returns the exit code the checks give.
+pub fn rebuild_report(dir: &Path, json: bool) -> Result<i32> {
+    let path = dir.join("results.json");
+    let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let old: LabReport = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a lab results file", path.display()))?;
+    let contenders = overrides::contender_list(&old.scenario);
+    let mut report = LabReport { workloads: Vec::new(), runs: Vec::new(), ..old.clone() };
+    for w in &old.workloads {
+        let runs: Vec<RunRecord> = old.runs.iter().filter(|r| r.workload == w.name).cloned().collect();
+        summarize_into(&old.scenario, &w.workload, &contenders, runs, &mut report);
+    }
+    let failed = checks::evaluate(&report);
+    report::write(dir, &report, &failed)?;
+    if json {
+        println!("{}", serde_json::to_string(&report::json::summary(&report, &failed))?);
+    }
+    Ok(if failed.is_empty() { EXIT_OK } else { EXIT_CHECK_FAILED })
+}
+
 fn write_outputs(ctx: &Ctx, args: &RunArgs, report: &LabReport, checks: &[String]) -> Result<()> {
     report::write(ctx.out, report, checks)?;
     ctx.say(&format!("report written to {}", ctx.out.join("report.md").display()));
@@ -177,9 +200,16 @@ fn write_outputs(ctx: &Ctx, args: &RunArgs, report: &LabReport, checks: &[String
     Ok(())
 }
 
-fn estimate_secs(s: &Scenario, contenders: &[Contender]) -> u64 {
-    let per_run: f64 = s.workloads.iter().map(|w| w.duration.as_secs_f64() + 3.0).sum();
-    (per_run * contenders.len() as f64 * s.repeats as f64 + 5.0) as u64
+fn estimate_secs(s: &Scenario, contenders: &[Contender], tools: &Tools) -> u64 {
+    let runs: f64 = s
+        .workloads
+        .iter()
+        .map(|w| {
+            let n = contenders.iter().filter(|c| c.skip_reason(tools, w).is_none()).count();
+            (w.duration.as_secs_f64() + 3.0) * n as f64
+        })
+        .sum();
+    (runs * s.repeats as f64 + 5.0) as u64
 }
 
 fn run_workloads(ctx: &Ctx, lab: &mut Lab, contenders: &[Contender], report: &mut LabReport) -> Result<()> {
@@ -242,14 +272,25 @@ fn finish_workload(
             ));
         }
     }
-    let mut rows = summary::summarize(ctx.scenario, w, contenders, &runs, None);
+    summarize_into(ctx.scenario, w, contenders, runs, report);
+}
+
+/// Rows for one workload's runs, appended to `report` with the runs.
+fn summarize_into(
+    scenario: &Scenario,
+    w: &Workload,
+    contenders: &[Contender],
+    mut runs: Vec<RunRecord>,
+    report: &mut LabReport,
+) {
+    let mut rows = summary::summarize(scenario, w, contenders, &runs, None);
     let mut capacity_source = None;
     if w.kind == WorkloadKind::Cut {
-        let cap = summary::reference_capacity(ctx.scenario, w, &report.workloads, &rows);
-        rows = summary::summarize(ctx.scenario, w, contenders, &runs, Some(&cap));
+        let cap = summary::reference_capacity(scenario, w, &report.workloads, &rows);
+        rows = summary::summarize(scenario, w, contenders, &runs, Some(&cap));
         capacity_source = Some(cap.source);
     }
-    report.workloads.push(WorkloadResult { name, workload: w.clone(), rows, capacity_source });
+    report.workloads.push(WorkloadResult { name: w.name(), workload: w.clone(), rows, capacity_source });
     report.runs.append(&mut runs);
 }
 
@@ -263,7 +304,7 @@ fn progress_line(r: &RunRecord) -> String {
             }
             s
         }
-        _ => format!("{head}: {:?} — {}", r.status, r.reason.clone().unwrap_or_default()),
+        _ => format!("{head}: {:?} — {}", r.status, one_line(r.reason.as_deref().unwrap_or_default(), 300)),
     }
 }
 
@@ -352,6 +393,27 @@ fn preserve_logs(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Records the namespaces' default TCP congestion control: iperf3 sets CUBIC per socket, but
+/// agg-tunnel's link sockets use the default, which a namespace cannot change (only to a
+/// controller in the host's `tcp_allowed_congestion_control`).
+fn note_default_cc(lab: &Lab, contenders: &[Contender], report: &mut LabReport) {
+    let read = || std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control");
+    let Ok(Ok(cc)) = in_netns(lab.cli(), read) else {
+        return;
+    };
+    let cc = cc.trim().to_string();
+    report.machine.push(format!("default TCP congestion control in the namespaces: {cc}"));
+    if cc != "cubic" && contenders.contains(&Contender::Aggligator) {
+        report.notes.push(format!(
+            "aggligator's TCP links use the namespaces' default congestion control ({cc}); \
+             iperf3 (single links, MPTCP, and the local legs of aggligator and braid) uses \
+             CUBIC per socket. The lab leaves the host's tcp_allowed_congestion_control alone, \
+             so it cannot make agg-tunnel use CUBIC; weigh its figures accordingly, above all \
+             with loss."
+        ));
+    }
+}
+
 /// Kernel, CPU count and tool versions, for the report.
 fn machine_info(tools: &Tools) -> Vec<String> {
     let mut v = Vec::new();
@@ -360,6 +422,10 @@ fn machine_info(tools: &Tools) -> Vec<String> {
     }
     if let Ok(n) = std::thread::available_parallelism() {
         v.push(format!("{n} CPU(s)"));
+    }
+    if let Ok(load) = std::fs::read_to_string("/proc/loadavg") {
+        let l: Vec<&str> = load.split_whitespace().take(3).collect();
+        v.push(format!("load average at start {}", l.join(" ")));
     }
     if let Ok(out) = cmd::run_ok(&["iperf3", "--version"]) {
         if let Some(first) = out.lines().next() {

@@ -2,12 +2,10 @@
 //! the recovery times.
 
 use crate::contender::Contender;
-use crate::metrics::{
-    median_index, ratio, time_to_target, trailing_average, RECOVERED_SHARE, RESTORE_WINDOW, TCP_EFFICIENCY,
-};
+use crate::metrics::{median_index, ratio, TCP_EFFICIENCY};
+use crate::recovery::{describe, median, run_times, RunTimes, Timing};
 use crate::results::{Row, RunRecord, Status, WorkloadResult};
 use crate::scenario::{Scenario, Workload, WorkloadKind};
-use crate::transfer::{Action, AppliedEvent};
 
 /// Name of the computed sum-of-singles row.
 pub const SUM_OF_SINGLES: &str = "sum-of-singles";
@@ -118,7 +116,7 @@ pub fn summarize(
             }
             if workload.kind == WorkloadKind::Cut && c.is_multipath() && row.status == Status::Ok {
                 if let Some(cap) = capacity {
-                    apply_recovery(&mut row, &cap.per_link_bps);
+                    apply_recovery(&mut row, &mine, &cap.per_link_bps);
                 }
             }
             row
@@ -162,6 +160,8 @@ fn median_row(contender: &str, workload: &str, runs: &[&RunRecord]) -> Row {
         ratio_to_link_rates: None,
         recovery_ms: None,
         not_recovered: false,
+        recovery_avg_ms: None,
+        not_recovered_avg: false,
         restore_ms: None,
         not_restored: false,
         retransmits: None,
@@ -215,44 +215,32 @@ fn sum_row<'a>(workload: &str, singles: impl Iterator<Item = &'a Row>) -> Row {
     row
 }
 
-/// Fills recovery and restore times from the row's series and events.
-fn apply_recovery(row: &mut Row, capacity: &[f64]) {
-    let Some(end) = row.series.last().map(|s| s.end) else {
-        return;
-    };
-    let mut up = vec![true; capacity.len()];
-    let mut cut_times = Vec::new();
-    let mut restore_times = Vec::new();
-    let events: Vec<AppliedEvent> = row.events.clone();
-    let smoothed = trailing_average(&row.series, RESTORE_WINDOW);
-    for (k, e) in events.iter().enumerate() {
-        if let Some(slot) = up.get_mut(e.link.wrapping_sub(1)) {
-            *slot = e.action == Action::Restore;
-        }
-        let until = events.get(k + 1).map(|n| n.at_s).unwrap_or(end);
-        let surviving: f64 = capacity.iter().zip(&up).filter(|(_, &u)| u).map(|(c, _)| c).sum();
-        if surviving <= 0.0 {
-            continue;
-        }
-        let target = RECOVERED_SHARE * surviving;
-        match e.action {
-            Action::Cut => cut_times.push(time_to_target(&row.series, e.at_s, until, target)),
-            Action::Restore => restore_times.push(time_to_target(&smoothed, e.at_s, until, target)),
-        }
+/// Fills the recovery figures from every successful run (median over repeats).
+fn apply_recovery(row: &mut Row, runs: &[&RunRecord], capacity: &[f64]) {
+    let times: Vec<RunTimes> = runs
+        .iter()
+        .filter(|r| r.status == Status::Ok)
+        .map(|r| run_times(&r.series, &r.events, capacity))
+        .collect();
+    let pick = |f: fn(&RunTimes) -> Option<Timing>| median(&times.iter().map(f).collect::<Vec<_>>());
+    let recovery = pick(|t| t.recovery);
+    let recovery_avg = pick(|t| t.recovery_avg);
+    let restore = pick(|t| t.restore);
+    row.recovery_ms = recovery.and_then(Timing::ms);
+    row.not_recovered = recovery == Some(Timing::NotReached);
+    row.recovery_avg_ms = recovery_avg.and_then(Timing::ms);
+    row.not_recovered_avg = recovery_avg == Some(Timing::NotReached);
+    row.restore_ms = restore.and_then(Timing::ms);
+    row.not_restored = restore == Some(Timing::NotReached);
+    if times.len() > 1 {
+        let list = |f: fn(&RunTimes) -> Option<Timing>| {
+            times.iter().map(|t| describe(f(t))).collect::<Vec<_>>().join(", ")
+        };
+        row.notes.push(format!(
+            "per run: recovery {}; recovery (0.5 s avg) {}; back to full {}",
+            list(|t| t.recovery),
+            list(|t| t.recovery_avg),
+            list(|t| t.restore)
+        ));
     }
-    let worst = |v: &[Option<f64>]| -> (Option<f64>, bool) {
-        if v.is_empty() {
-            return (None, false);
-        }
-        if v.iter().any(Option::is_none) {
-            return (None, true);
-        }
-        (v.iter().flatten().copied().reduce(f64::max).map(|s| s * 1e3), false)
-    };
-    let (rec, not) = worst(&cut_times);
-    row.recovery_ms = rec;
-    row.not_recovered = not;
-    let (back, not_back) = worst(&restore_times);
-    row.restore_ms = back;
-    row.not_restored = not_back;
 }

@@ -11,7 +11,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::iperf::{client_args, parse_result, ClientSpec, Measurement};
 use crate::scenario::{Direction, LinkSpec};
@@ -28,7 +28,7 @@ const POLL: Duration = Duration::from_millis(5);
 const SLACK: Duration = Duration::from_secs(30);
 
 /// Cut or restore.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Action {
     /// Drop everything on the link.
@@ -49,7 +49,7 @@ pub struct PlannedEvent {
 }
 
 /// A link event as it happened.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct AppliedEvent {
     /// 1-based link index.
     pub link: usize,

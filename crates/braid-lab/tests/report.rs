@@ -157,6 +157,10 @@ fn rows_ratios_recovery_and_files() {
     assert!(md.contains("| mptcp | 22.00 Mbit/s | 0.917 | 0.880 | — | 3 |"), "{md}");
     assert!(md.contains("| sum-of-singles | 24.00 Mbit/s | 1.000 | 0.960 | — | 6 |"), "{md}");
     assert!(md.contains("| mptcp | 16.00 Mbit/s |"), "{md}");
+    assert!(
+        md.contains("| recovery (100 ms) | recovery (0.5 s avg) | back to full after restore (0.5 s avg) |"),
+        "{md}"
+    );
     assert!(md.contains("| 0.30 s |"), "{md}");
     // A multi-line reason with a pipe stays inside one table row.
     assert!(
@@ -184,6 +188,23 @@ fn rows_ratios_recovery_and_files() {
     let full: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
     assert_eq!(full["runs"].as_array().unwrap().len(), 8);
+
+    // `braid lab report DIR` recomputes the same report from results.json (the check fails:
+    // braid has no result, so the exit code says so).
+    std::fs::remove_file(dir.join("report.md")).unwrap();
+    let code = braid_lab::run(braid_lab::LabArgs {
+        command: braid_lab::LabCommand::Report { dir: dir.clone(), json: false },
+    })
+    .unwrap();
+    assert_eq!(code, braid_lab::EXIT_CHECK_FAILED);
+    let again = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    let before_checks = |t: &str| t.split("## Failed checks").next().unwrap_or_default().to_string();
+    assert_eq!(before_checks(&again), before_checks(&md));
+    assert!(
+        again
+            .contains("- bulk-up braid-minrtt: no result (braid client exited (exit status: 1): no / route)"),
+        "{again}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -36,6 +36,12 @@ pub struct SimConfig {
     pub flows: Vec<FlowSpec>,
     /// Print every path's state to stderr at this interval (a debugging aid).
     pub trace: Option<Duration>,
+    /// Static weighted-round-robin weight of each link's path (None: automatic), by link.
+    pub weights: Vec<Option<u32>>,
+    /// Links whose paths the client marks as backup.
+    pub backup: Vec<usize>,
+    /// Figures marked "steady" leave out this much of the start (slow start, first estimates).
+    pub warmup: Duration,
 }
 
 impl SimConfig {
@@ -50,6 +56,9 @@ impl SimConfig {
             bulk_bytes: None,
             flows: Vec::new(),
             trace: None,
+            weights: Vec::new(),
+            backup: Vec::new(),
+            warmup: (duration / 5).min(Duration::from_secs(5)),
         }
     }
 
@@ -110,10 +119,23 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
         endpoint: Endpoint::new(server_cfg, cfg.seed ^ 0x5e7e7),
         server: None,
     };
-    for i in 1..cfg.links.len() {
+    let mut path_of_link = vec![0u8; cfg.links.len()];
+    for (i, slot) in path_of_link.iter_mut().enumerate().skip(1) {
         // Paths wait for the handshake, then validate.
-        let _ = sides.client.add_path(ts(now), Some(client_addr(i)), SERVER);
+        if let Ok(id) = sides.client.add_path(ts(now), Some(client_addr(i)), SERVER) {
+            *slot = id;
+        }
     }
+    for (i, id) in path_of_link.iter().enumerate() {
+        if let Some(w) = cfg.weights.get(i).copied().flatten() {
+            let _ = sides.client.set_path_weight(*id, Some(w));
+        }
+        if cfg.backup.contains(&i) {
+            let _ = sides.client.set_path_status(*id, braid_core::wire::PathStatusKind::Backup);
+        }
+    }
+    let mut whole_run_reorder = 0usize;
+    let mut warmed_up = false;
     let mut net = Net::new(cfg.links.clone(), cfg.seed);
     let mut bulk = Bulk::new(cfg.seed, cfg.bulk_bytes);
     let mut flows: Vec<Flow> = cfg.flows.iter().map(|f| Flow::new(f.clone(), Duration::ZERO)).collect();
@@ -198,6 +220,13 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
                 next_trace = now + every;
             }
         }
+        if !warmed_up && now >= cfg.warmup {
+            warmed_up = true;
+            if let Some(s) = sides.server.as_mut() {
+                whole_run_reorder = s.reorder_max();
+                s.reset_reorder_max();
+            }
+        }
         if bulk.complete && finished_at.is_none() {
             finished_at = Some(now);
         }
@@ -236,6 +265,8 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
     }
     let end = finished_at.unwrap_or(cfg.duration).max(Duration::from_millis(1));
     let mut report = build_report(cfg, &sides, &net, &bulk, timeline, end, wall.elapsed());
+    report.reorder_max_steady_packets = report.reorder_max_packets;
+    report.reorder_max_packets = report.reorder_max_packets.max(whole_run_reorder);
     report.classes = flows.iter().map(|f| f.report()).collect();
     if !cfg.bulk {
         report.intact = report.classes.iter().all(|c| c.duplicates == 0) && report.closed.is_none();
@@ -313,7 +344,24 @@ fn build_report(
                     (info.remote == client_addr(i)).then_some(info)
                 })
             });
+            let assigned =
+                client_path.as_ref().map_or(0, |p| p.stats.datagrams_sent + p.stats.datagrams_expired);
+            let arrived = server_path.as_ref().map_or(0, |p| p.stats.datagrams_received);
             PathReport {
+                datagrams_assigned: assigned,
+                datagrams_received: arrived,
+                datagram_loss_pct: if assigned == 0 {
+                    0.0
+                } else {
+                    100.0 * assigned.saturating_sub(arrived) as f64 / assigned as f64
+                },
+                monitor: client_path
+                    .as_ref()
+                    .map_or_else(|| "down".into(), |p| p.monitor_state.name().into()),
+                capacity_bps: client_path.as_ref().map_or(0.0, |p| p.capacity * 8.0),
+                impairment_loss_pct: client_path.as_ref().map_or(0.0, |p| p.impairment_loss * 100.0),
+                random_losses: client_path.as_ref().map_or(0, |p| p.random_losses),
+                congestion_losses: client_path.as_ref().map_or(0, |p| p.congestion_losses),
                 link: cfg.links[i].to_string(),
                 goodput_bps: server_path
                     .as_ref()
@@ -343,6 +391,8 @@ fn build_report(
         delivered_bytes: bulk.delivered,
         complete: bulk.complete,
         reorder_max_packets: server.map_or(0, |s| s.reorder_max()),
+        reorder_max_steady_packets: 0,
+        warmup_s: cfg.warmup.as_secs_f64(),
         retransmitted_bytes: sides.client.retransmitted_bytes(),
         paths,
         timeline: timeline

@@ -9,7 +9,7 @@
 //!
 //! | key | meaning |
 //! | --- | --- |
-//! | `loss=P%` | independent random loss per packet, applied on the wire after the queue |
+//! | `loss=P%` | independent random loss per packet, applied on the wire after the queue; `loss=P%@T,P%@T…` changes it over time |
 //! | `jitter=D` | extra delay uniform in [0, D]; packets stay in order unless `reorder` |
 //! | `queue=N` | drop-tail queue limit: bytes (`64000`), packets (`100p`) or time at rate (`50ms`); default 100 ms at the base rate, at least 16 packets |
 //! | `ge=P:R:L%` | Gilbert–Elliott: P(good→bad), P(bad→good), loss in the bad state |
@@ -61,6 +61,8 @@ pub struct LinkSpec {
     pub jitter: Duration,
     /// Random loss probability.
     pub loss: f64,
+    /// Loss changes: (from time, probability), sorted; before the first, `loss`.
+    pub loss_schedule: Vec<(Duration, f64)>,
     /// Bursty loss.
     pub gilbert: Option<GilbertElliott>,
     /// Queue limit.
@@ -83,6 +85,7 @@ impl LinkSpec {
             delay,
             jitter: Duration::ZERO,
             loss: 0.0,
+            loss_schedule: Vec::new(),
             gilbert: None,
             queue: QueueLimit::Time(Duration::from_millis(100)),
             dup: 0.0,
@@ -104,6 +107,10 @@ impl LinkSpec {
             let (k, v) =
                 opt.split_once('=').ok_or_else(|| format!("link option '{opt}' must be key=value"))?;
             match k {
+                "loss" if v.contains('@') => {
+                    spec.loss_schedule = parse_loss_schedule(v)?;
+                    spec.loss = spec.loss_schedule.first().map_or(0.0, |(_, p)| *p);
+                }
                 "loss" => spec.loss = parse_percent(v)?,
                 "jitter" => spec.jitter = parse_duration(v)?,
                 "dup" => spec.dup = parse_percent(v)?,
@@ -125,6 +132,11 @@ impl LinkSpec {
     /// The rate in force at `t`.
     pub fn rate_at(&self, t: Duration) -> u64 {
         self.capacity.iter().rev().find(|(from, _)| *from <= t).map_or(self.rate_bps, |(_, r)| *r)
+    }
+
+    /// The random loss probability in force at `t`.
+    pub fn loss_at(&self, t: Duration) -> f64 {
+        self.loss_schedule.iter().rev().find(|(from, _)| *from <= t).map_or(self.loss, |(_, p)| *p)
     }
 
     /// True when the link is down at `t`.
@@ -156,7 +168,14 @@ impl fmt::Display for LinkSpec {
             crate::units::format_rate(self.rate_bps as f64).replace(' ', ""),
             self.delay.as_millis()
         )?;
-        if self.loss > 0.0 {
+        if !self.loss_schedule.is_empty() {
+            let items: Vec<String> = self
+                .loss_schedule
+                .iter()
+                .map(|(t, p)| format!("{}%@{}s", p * 100.0, t.as_secs_f64()))
+                .collect();
+            write!(f, "/loss={}", items.join(","))?;
+        } else if self.loss > 0.0 {
             write!(f, "/loss={}%", self.loss * 100.0)?;
         }
         if !self.jitter.is_zero() {
@@ -200,6 +219,18 @@ fn parse_capacity(v: &str) -> Result<Vec<(Duration, u64)>, String> {
             .split_once('@')
             .ok_or_else(|| format!("capacity '{item}' must be RATE@TIME, e.g. 4mbit@20s"))?;
         out.push((parse_duration(t)?, parse_rate(r)?));
+    }
+    out.sort_by_key(|(t, _)| *t);
+    Ok(out)
+}
+
+fn parse_loss_schedule(v: &str) -> Result<Vec<(Duration, f64)>, String> {
+    let mut out = Vec::new();
+    for item in v.split(',') {
+        let (p, t) = item
+            .split_once('@')
+            .ok_or_else(|| format!("loss '{item}' must be P%@TIME, e.g. 10%@0s,1%@30s"))?;
+        out.push((parse_duration(t)?, parse_percent(p)?));
     }
     out.sort_by_key(|(t, _)| *t);
     Ok(out)
@@ -297,7 +328,10 @@ impl Direction {
                 self.bad && self.uniform() < ge.bad_loss
             }
             None => false,
-        } || (spec.loss > 0.0 && self.uniform() < spec.loss);
+        } || {
+            let p = spec.loss_at(now);
+            p > 0.0 && self.uniform() < p
+        };
         let jitter = if spec.jitter.is_zero() { Duration::ZERO } else { spec.jitter.mul_f64(self.uniform()) };
         let mut arrival = end + spec.delay + jitter;
         if !(spec.reorder > 0.0 && self.uniform() < spec.reorder) {
@@ -329,6 +363,9 @@ mod tests {
         assert_eq!(l.delay, Duration::from_millis(40));
         assert_eq!(l.loss, 0.01);
         assert_eq!(l.queue_bytes(), 75_000);
+        let l = LinkSpec::parse("5mbit/40ms/loss=10%@0s,1%@30s").unwrap();
+        assert_eq!((l.loss_at(Duration::from_secs(29)), l.loss_at(Duration::from_secs(31))), (0.1, 0.01));
+        assert!(LinkSpec::parse("5mbit/40ms/loss=10%@0s,1%").is_err());
         let c = LinkSpec::parse("10mbit/20ms/capacity=10mbit@0s,4mbit@20s/down=5s-6s").unwrap();
         assert_eq!(c.rate_at(Duration::from_secs(25)), 4_000_000);
         assert!(c.is_down(Duration::from_millis(5500)));

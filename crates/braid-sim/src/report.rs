@@ -23,6 +23,22 @@ pub struct PathReport {
     pub queue_drops: u64,
     /// Client → server packets lost on the wire.
     pub wire_drops: u64,
+    /// Datagrams the client put on this path (sent, or dropped in its queue at the deadline).
+    pub datagrams_assigned: u64,
+    /// Datagrams that arrived on it (redundant copies included).
+    pub datagrams_received: u64,
+    /// 100 × (assigned − received) / assigned.
+    pub datagram_loss_pct: f64,
+    /// The path monitor's state at the end (client).
+    pub monitor: String,
+    /// The path monitor's capacity estimate at the end, bit/s.
+    pub capacity_bps: f64,
+    /// Loss to impairment (losses with no queue), percent.
+    pub impairment_loss_pct: f64,
+    /// Loss events classed as random.
+    pub random_losses: u64,
+    /// Loss events classed as congestion.
+    pub congestion_losses: u64,
 }
 
 /// Recovery after an outage.
@@ -66,6 +82,10 @@ pub struct SimReport {
     pub complete: bool,
     /// Largest number of packets held in the reorder buffer behind a gap.
     pub reorder_max_packets: usize,
+    /// The same after the warm-up.
+    pub reorder_max_steady_packets: usize,
+    /// Warm-up left out of the steady figures, seconds.
+    pub warmup_s: f64,
     /// Stream bytes sent more than once.
     pub retransmitted_bytes: u64,
     /// Datagram flows, one per traffic class, in workload order.
@@ -112,27 +132,42 @@ impl SimReport {
             "braid sim — scheduler {}, congestion {}, seed {}, {:.1} s",
             self.scheduler, self.congestion, self.seed, self.duration_s
         );
-        let _ = writeln!(
+        let datagrams = self.paths.iter().any(|p| p.datagrams_assigned > 0);
+        let _ = write!(
             s,
-            "{:<5} {:<28} {:>14} {:>9} {:>8} {:>10}",
-            "path", "link", "goodput", "srtt", "lost", "state"
+            "{:<5} {:<28} {:>14} {:>9} {:>8} {:>9} {:>14}",
+            "path", "link", "goodput", "srtt", "lost", "monitor", "capacity est."
         );
+        let _ = writeln!(s, "{}", if datagrams { "  datagrams sent/recv  loss" } else { "" });
         for (i, p) in self.paths.iter().enumerate() {
-            let _ = writeln!(
+            let _ = write!(
                 s,
-                "{:<5} {:<28} {:>14} {:>7.1}ms {:>8} {:>10}",
+                "{:<5} {:<28} {:>14} {:>7.1}ms {:>8} {:>9} {:>14}",
                 i,
                 p.link,
                 format_rate(p.goodput_bps),
                 p.srtt_ms,
                 p.lost_packets,
-                p.state
+                p.monitor,
+                format_rate(p.capacity_bps)
             );
+            if datagrams {
+                let _ = write!(
+                    s,
+                    "  {:>9}/{:<9} {:>5.2}%",
+                    p.datagrams_assigned, p.datagrams_received, p.datagram_loss_pct
+                );
+            }
+            let _ = writeln!(s);
         }
         let _ = writeln!(s, "total goodput   {}", format_rate(self.goodput_bps));
         let _ = writeln!(s, "capacity        {}", format_rate(self.capacity_bps));
         let _ = writeln!(s, "efficiency      {:.3}", self.efficiency);
-        let _ = writeln!(s, "reorder max     {} packets", self.reorder_max_packets);
+        let _ = writeln!(
+            s,
+            "reorder max     {} packets ({} after the first {:.1} s)",
+            self.reorder_max_packets, self.reorder_max_steady_packets, self.warmup_s
+        );
         let _ = writeln!(s, "retransmitted   {} bytes", self.retransmitted_bytes);
         let _ = writeln!(s, "intact          {}", if self.intact { "yes (byte-exact)" } else { "NO" });
         for c in &self.classes {

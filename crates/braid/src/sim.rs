@@ -45,7 +45,9 @@ pub struct SimArgs {
     /// Payload size of workload datagrams, bytes.
     #[arg(long, default_value_t = 1000)]
     datagram_size: usize,
-    /// Datagrams that cannot leave within this time are dropped at the sender (e.g. 150ms).
+    /// Delivery deadline of workload datagrams (e.g. 150ms): a datagram still at the sender
+    /// when it passes is dropped there; the `deadline` scheduler drops it as soon as no path
+    /// can deliver it in time.
     #[arg(long, value_parser = parse_duration)]
     deadline: Option<Duration>,
     /// Transfer exactly this many bytes (e.g. 50MB) instead of running for the whole duration.
@@ -60,6 +62,26 @@ pub struct SimArgs {
     /// Enable loss discrimination (random losses do not cut the window).
     #[arg(long)]
     loss_discrimination: bool,
+    /// Disable path admission (by default a path that would lower the total is kept in
+    /// standby until it improves).
+    #[arg(long)]
+    no_admission: bool,
+    /// Static weights for wrr, one per link in link order (e.g. 4,2,1); `auto` or omitted
+    /// links are weighted from their measured capacity.
+    #[arg(long, value_name = "W,W,...", value_parser = parse_weights)]
+    weights: Option<Vec<Option<u32>>>,
+    /// Mark link I's path as backup (repeat for more): used by `backup` only when the others
+    /// are down or saturated, by the other schedulers only when nothing else is usable.
+    #[arg(long = "backup", value_name = "I")]
+    backup: Vec<usize>,
+    /// Give traffic class C its own scheduler, e.g. 0=redundant (repeatable; layered workloads
+    /// number their classes 0, 1, 2… base layer first).
+    #[arg(long = "class-scheduler", value_name = "C=SCHEDULER", value_parser = parse_class_scheduler)]
+    class_schedulers: Vec<(u8, Kind)>,
+    /// Leave this much of the start out of the steady-state figures (default: a fifth of the
+    /// run, at most 5 s).
+    #[arg(long, value_parser = parse_duration)]
+    warmup: Option<Duration>,
     /// Print every path's state to stderr at this interval (e.g. 100ms), for debugging.
     #[arg(long, value_parser = parse_duration)]
     trace: Option<Duration>,
@@ -75,6 +97,25 @@ fn scheduler_help() -> String {
 
 fn parse_scheduler(s: &str) -> Result<Kind, String> {
     s.parse()
+}
+
+fn parse_weights(s: &str) -> Result<Vec<Option<u32>>, String> {
+    s.split(',')
+        .map(|w| match w.trim() {
+            "auto" | "" => Ok(None),
+            w => match w.parse::<u32>() {
+                Ok(n) if n > 0 => Ok(Some(n)),
+                _ => Err(format!("weight '{w}' must be a positive whole number or auto")),
+            },
+        })
+        .collect()
+}
+
+fn parse_class_scheduler(s: &str) -> Result<(u8, Kind), String> {
+    let (c, k) =
+        s.split_once('=').ok_or_else(|| format!("'{s}': expected CLASS=SCHEDULER, e.g. 0=redundant"))?;
+    let class = c.trim().parse::<u8>().map_err(|_| format!("'{c}' is not a class number (0-255)"))?;
+    Ok((class, k.trim().parse()?))
 }
 
 fn parse_cc(s: &str) -> Result<Algorithm, String> {
@@ -134,25 +175,43 @@ pub fn config(args: &SimArgs) -> anyhow::Result<SimConfig> {
     for (i, from) in cuts {
         links[i].down.push((from, Duration::MAX));
     }
+    for &b in &args.backup {
+        if b >= links.len() {
+            bail!("--backup {b}: link {b} does not exist (links are numbered 0 to {})", links.len() - 1);
+        }
+    }
+    if let Some(w) = &args.weights {
+        if w.len() > links.len() {
+            bail!("--weights gives {} weights for {} links", w.len(), links.len());
+        }
+    }
     let mut session = SessionConfig {
         scheduler: args.scheduler,
         congestion: args.congestion,
         ack_path: args.ack_path,
         blackout_freeze: !args.no_blackout_freeze,
         loss_discrimination: args.loss_discrimination,
+        path_admission: !args.no_admission,
         ..SessionConfig::default()
     };
     let flows = args.workload.flows(args.datagram_size);
     for (i, f) in flows.iter().enumerate() {
-        let class = TrafficClass { priority: i as u8, deadline: args.deadline };
+        let class = TrafficClass { priority: i as u8, deadline: args.deadline, scheduler: None };
         session.classes.insert(f.class, class);
     }
+    for (class, kind) in &args.class_schedulers {
+        session.classes.entry(*class).or_default().scheduler = Some(*kind);
+    }
+    let base = SimConfig::bulk(links, args.duration, args.seed, session);
     Ok(SimConfig {
         bulk: matches!(args.workload, Workload::Bulk),
         bulk_bytes: args.bytes,
         flows,
         trace: args.trace,
-        ..SimConfig::bulk(links, args.duration, args.seed, session)
+        weights: args.weights.clone().unwrap_or_default(),
+        backup: args.backup.clone(),
+        warmup: args.warmup.unwrap_or(base.warmup),
+        ..base
     })
 }
 

@@ -21,6 +21,8 @@ const CYCLE: [f64; 8] = [1.25, 0.75, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
 const BW_WINDOW_ROUNDS: u64 = 10;
 /// How long a minimum RTT stays valid before ProbeRTT refreshes it.
 const MIN_RTT_WINDOW: Duration = Duration::from_secs(10);
+/// A sample this close to the minimum RTT (or within 1/64 of it) confirms it.
+const MIN_RTT_TOLERANCE: Duration = Duration::from_micros(250);
 /// How long ProbeRTT holds the window at its minimum.
 const PROBE_RTT_TIME: Duration = Duration::from_millis(200);
 /// The smallest window, in packets.
@@ -99,6 +101,19 @@ impl Bbr {
 
     fn min_window(&self) -> u64 {
         MIN_PIPE_PACKETS * self.mss
+    }
+
+    /// The window while probing the minimum RTT: one bandwidth-delay product. That drains the
+    /// bottleneck queue — all ProbeRTT needs to see the minimum — while the path keeps sending
+    /// at its full rate; v1 drops to four packets and v2 to half a BDP, which stalls the path
+    /// for a round trip and, on a bonded session, every stream scheduled across it.
+    fn probe_rtt_window(&self) -> u64 {
+        match self.min_rtt {
+            Some(rtt) if self.btl_bw > 0.0 => {
+                ((self.btl_bw * rtt.as_secs_f64()) as u64).max(self.min_window())
+            }
+            _ => self.min_window(),
+        }
     }
 
     /// gain × bandwidth-delay product, plus the send-quantum budget, in bytes.
@@ -215,6 +230,15 @@ impl Bbr {
 
     fn update_min_rtt(&mut self, now: Timestamp, rtt: &RttEstimator) {
         let sample = rtt.latest();
+        // A sample back at the floor (within 1/64 of it) confirms the minimum: no need to
+        // drain the path in ProbeRTT to see it. A well-paced path — and on a bonded session
+        // every path should be — then never stalls for it, which would stall every stream
+        // scheduled across it.
+        if let Some(m) = self.min_rtt {
+            if sample > m && sample <= m + (m / 64).max(MIN_RTT_TOLERANCE) {
+                self.min_rtt_stamp = now;
+            }
+        }
         let expired = now - self.min_rtt_stamp > MIN_RTT_WINDOW;
         if self.min_rtt.is_none_or(|m| sample <= m) || expired {
             self.min_rtt = Some(sample);
@@ -230,7 +254,7 @@ impl Bbr {
 
     fn handle_probe_rtt(&mut self, now: Timestamp, in_flight: u64) {
         match self.probe_rtt_done {
-            None if in_flight <= self.min_window() => {
+            None if in_flight <= self.probe_rtt_window() => {
                 self.probe_rtt_done = Some(now + PROBE_RTT_TIME);
                 self.probe_rtt_round_done = false;
                 self.next_round_delivered = 0;
@@ -283,7 +307,7 @@ impl Controller for Bbr {
         }
         self.window = self.window.max(self.min_window());
         if self.state == State::ProbeRtt {
-            self.window = self.window.min(self.min_window());
+            self.window = self.window.min(self.probe_rtt_window());
         }
     }
 

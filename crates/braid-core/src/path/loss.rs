@@ -59,6 +59,11 @@ impl Path {
                 self.monitor.on_rtt_sample(sample);
             }
         }
+        if self.monitor.pair.is_some() {
+            let pns: smallvec::SmallVec<[u64; 8]> = newly.iter().map(|p| p.pn).collect();
+            let delay = Duration::from_micros(ack.ack_delay_us);
+            self.monitor.on_ack_for_pair(now, ack.largest, delay, &pns);
+        }
         self.last_ack = Some(now);
         self.pto_count = 0;
         let prior_in_flight = self.in_flight;
@@ -74,12 +79,13 @@ impl Path {
                 largest_sent_time = largest_sent_time.max(p.sent_time);
             }
             if p.ack_eliciting {
-                self.monitor.on_packet_outcome(false);
+                self.monitor.on_packet_outcome(false, false);
             }
         }
         let rate = self.delivery.take_sample(self.rtt.min());
         if let Some(r) = rate.delivery_rate {
-            self.monitor.on_delivery_rate(r, rate.is_app_limited);
+            let held_back = rate.delivered <= self.monitor.unsaturated_until;
+            self.monitor.on_delivery_rate(now, r, rate.is_app_limited || held_back);
         }
         if self.state == PathState::Active && acked_bytes > 0 {
             let ev = AckEvent { now, acked_bytes, largest_sent_time, prior_in_flight, rate };
@@ -140,10 +146,12 @@ impl Path {
         let mut run: Option<(u64, Timestamp)> = None;
         let mut prev_pn = None;
         let mut persistent = false;
+        let random_verdict = self.monitor.judge_loss(&self.rtt);
         for p in &lost[first..] {
             if p.ack_eliciting {
                 self.stats.packets_lost += 1;
-                self.monitor.on_packet_outcome(true);
+                self.monitor.on_packet_outcome(true, random_verdict);
+                self.monitor.on_lost_for_pair(p.pn);
             }
             if !p.in_flight || p.requeued {
                 continue;
@@ -163,7 +171,7 @@ impl Path {
             prev_pn = Some(p.pn);
         }
         if lost_bytes > 0 && self.state == PathState::Active {
-            let random = self.monitor.loss_looks_random(&self.rtt);
+            let random = self.monitor.classify_loss(&self.rtt);
             let ev = LossEvent { now, lost_bytes, largest_sent_time, persistent, random };
             self.cc.on_congestion(&ev, &self.rtt);
         }

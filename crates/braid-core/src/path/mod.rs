@@ -10,7 +10,7 @@ pub mod sent;
 use crate::cc::delivery::DeliveryRate;
 use crate::cc::pacer::Pacer;
 use crate::cc::{Algorithm, Controller};
-use crate::monitor::Monitor;
+use crate::monitor::{Monitor, MonitorState};
 use crate::time::Timestamp;
 use crate::wire::PathStatusKind;
 use received::Received;
@@ -55,6 +55,12 @@ pub struct PathStats {
     pub stream_bytes_received: u64,
     /// Times the path went suspect.
     pub blackouts: u64,
+    /// Datagrams that left on this path (copies included).
+    pub datagrams_sent: u64,
+    /// Datagrams assigned to this path and dropped in its queue (deadline passed).
+    pub datagrams_expired: u64,
+    /// Datagrams that arrived on this path (copies included).
+    pub datagrams_received: u64,
 }
 
 /// An outstanding path validation.
@@ -137,6 +143,13 @@ pub struct Path {
     pub monitor: Monitor,
     /// When the path was created.
     pub created: Timestamp,
+    /// Path admission: false while the path is kept in standby because it would lower the
+    /// total (see `scheduler::admission`).
+    pub admitted: bool,
+    /// When admission last changed its verdict.
+    pub admission_changed: Timestamp,
+    /// Static weighted-round-robin weight (None: automatic).
+    pub weight: Option<u32>,
 }
 
 impl Path {
@@ -182,7 +195,30 @@ impl Path {
             stats: PathStats::default(),
             monitor: Monitor::default(),
             created: now,
+            admitted: true,
+            admission_changed: now,
+            weight: None,
         }
+    }
+
+    /// The path's state as the monitor reports it.
+    pub fn monitor_state(&self) -> MonitorState {
+        match self.state {
+            PathState::Validating => MonitorState::Probing,
+            PathState::Closed => MonitorState::Down,
+            PathState::Suspect => MonitorState::Suspect,
+            PathState::Active if !self.admitted || self.status() == PathStatusKind::Standby => {
+                MonitorState::Standby
+            }
+            PathState::Active if !self.rtt.has_sample() || !self.monitor.measured() => MonitorState::Probing,
+            PathState::Active => MonitorState::Active,
+        }
+    }
+
+    /// The path's capacity estimate in bytes/s (see `Monitor::capacity`).
+    pub fn capacity(&self, now: Timestamp) -> f64 {
+        let fallback = (self.pacer.rate() / 1.25).max(self.monitor.max_delivery_rate);
+        self.monitor.capacity(now, self.cc.bandwidth(), fallback).max(1.0)
     }
 
     /// Anti-amplification (RFC 9000 §8): before the server has validated a path it sends at

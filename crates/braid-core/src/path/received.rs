@@ -58,6 +58,13 @@ impl Received {
         }
     }
 
+    /// Asks for an ACK right away (a packet-pair probe arrived: its timing is the sample).
+    pub fn ack_immediately(&mut self) {
+        if self.pending {
+            self.immediate = true;
+        }
+    }
+
     /// True when an ACK should be sent now.
     pub fn ack_due(&self, now: Timestamp) -> bool {
         self.pending && (self.immediate || self.deadline.is_some_and(|d| d <= now))

@@ -1,15 +1,47 @@
 //! Schedulers: which path (or paths, or none) carries the next packet.
 //!
 //! A scheduler sees a [`PathView`] of every path — state, RTT, window, when its pacer lets the
-//! next packet go, estimated rate, loss — and a [`PacketInfo`] about what is to be sent, and
-//! returns a [`Decision`]. It is chosen per session and may be swapped at any time without
-//! disturbing streams (the swap only changes where future packets go).
+//! next packet go, estimated rate, loss, what is already queued on it — and a [`PacketInfo`]
+//! about what is to be sent, and returns a [`Decision`]. One is chosen per session and,
+//! optionally, one per traffic class; either may be swapped at any time without disturbing
+//! streams (a swap only changes where future packets go).
 //!
-//! * [`minrtt::MinRtt`] — the lowest-RTT path that can send now (Linux MPTCP's default).
-//! * [`round_robin::RoundRobin`] — paths in turn.
+//! | name | file | rule |
+//! | --- | --- | --- |
+//! | `random` | [`random`] | a uniformly random path per packet (seed 000) |
+//! | `rr` | [`round_robin`] | paths in strict turn (seed 000; TEQL in seed 002) |
+//! | `wrr` | [`wrr`] | surplus round-robin, static or auto weights (seeds 000, 002) |
+//! | `minrtt` | [`minrtt`] | lowest RTT among paths that can send now (Linux MPTCP) |
+//! | `edpf` | [`edpf`] | earliest delivery path first (seed 004) |
+//! | `redundant` | [`redundant`] | a copy on every path, or on the best N (seed 003) |
+//! | `backup` | [`backup`] | backup paths only when the others are down or saturated |
+//! | `lps`, `fps`, `ips` | [`lps`], [`fps`], [`ips`] on [`priority`] | classes onto paths by importance and reliability (seed 000) |
+//! | `deadline` | [`deadline`] | drop at the sender what cannot arrive in time (seed 001 MMTP) |
+//!
+//! Two families behave differently when their chosen path cannot send yet:
+//!
+//! * **Striping** schedulers (`random`, `rr`, `wrr`, `lps`, `fps`, `ips`) decide by their rule
+//!   alone, as the papers' stripers do. A datagram they assign to a busy path waits in that
+//!   path's queue (bounded by its class deadline); stream data waits for the path.
+//! * **Work-conserving** schedulers (`minrtt`, `edpf`, `backup`, `deadline`, `redundant`) look
+//!   at when each path can send and where a packet would arrive first.
+//!
+//! Every scheduler but `redundant` and the priority-aware ones respects path admission
+//! ([`admission`]): a path the monitor put in standby carries no data while others can.
 
+pub mod admission;
+pub mod backup;
+pub mod deadline;
+pub mod edpf;
+pub mod fps;
+pub mod ips;
+pub mod lps;
 pub mod minrtt;
+pub mod priority;
+pub mod random;
+pub mod redundant;
 pub mod round_robin;
+pub mod wrr;
 
 use crate::path::PathId;
 use crate::time::Timestamp;
@@ -40,23 +72,72 @@ pub struct PathView {
     pub in_flight: u64,
     /// When a packet of the intended size may leave (pacing); None while the window is full.
     pub ready_at: Option<Timestamp>,
-    /// Estimated path rate, bytes/s (bottleneck estimate, or delivery rate, or pacing rate).
+    /// Estimated path capacity, bytes/s (the monitor's estimate: saturated delivery rate,
+    /// packet pair, or the controller's bottleneck estimate).
     pub rate: f64,
     /// Smoothed loss fraction.
     pub loss_rate: f64,
     /// Maximum packet size.
     pub mtu: usize,
+    /// Path admission (seeds 000, 002): false while the monitor keeps the path in standby
+    /// because using it would lower the total.
+    pub admitted: bool,
+    /// Estimated one-way delay to the peer (from the RTT, corrected for acknowledgements that
+    /// travel on another path).
+    pub one_way_delay: Duration,
+    /// Bytes already committed to this path and waiting for its pacer (queued datagrams,
+    /// redundant copies).
+    pub queued_bytes: u64,
+    /// Static weighted-round-robin weight; None: weighted automatically.
+    pub weight: Option<u32>,
+    /// Latest delivery-rate sample, bytes/s.
+    pub delivery_rate: f64,
 }
 
 impl PathView {
     /// True when a packet can leave on this path at `now`.
     pub fn ready(&self, now: Timestamp) -> bool {
-        self.usable && self.ready_at.is_some_and(|t| t <= now)
+        self.usable && self.queued_bytes == 0 && self.ready_at.is_some_and(|t| t <= now)
     }
 
     /// True when the path is eligible for ordinary data.
     pub fn carries_data(&self) -> bool {
         self.usable && self.status == PathStatusKind::Active
+    }
+
+    /// Seconds a packet of `bytes` takes at the path's rate.
+    pub fn serialization(&self, bytes: u64) -> Duration {
+        Duration::from_secs_f64(bytes as f64 / self.rate.max(1.0))
+    }
+
+    /// The rate the path can send at now, bytes/s: its capacity, or a window per round trip
+    /// when the congestion window is the tighter limit (a controller probing its minimum RTT,
+    /// a window cut after a loss).
+    pub fn send_rate(&self) -> f64 {
+        let window_rate = self.cwnd as f64 / self.srtt.as_secs_f64().max(1e-4);
+        self.rate.min(window_rate).max(1.0)
+    }
+
+    /// Seconds the path needs to send `bytes` at its send rate.
+    pub fn send_time(&self, bytes: u64) -> Duration {
+        Duration::from_secs_f64(bytes as f64 / self.send_rate())
+    }
+
+    /// When a packet of `bytes` handed to this path now would leave: when its pacer and window
+    /// allow, behind what is already queued on it.
+    pub fn departure(&self, now: Timestamp, bytes: u64) -> Timestamp {
+        let start = match self.ready_at {
+            Some(t) => t.max(now),
+            // Window full: it opens as acknowledgements return, at the path's send rate.
+            None => now + self.send_time((self.in_flight + bytes).saturating_sub(self.cwnd).max(bytes)),
+        };
+        start + self.send_time(self.queued_bytes)
+    }
+
+    /// When a packet of `bytes` handed to this path now would arrive at the peer (seed 004's
+    /// EDPF estimate): departure + one-way delay + transmission time at the bottleneck.
+    pub fn arrival(&self, now: Timestamp, bytes: u64) -> Timestamp {
+        self.departure(now, bytes) + self.one_way_delay + self.serialization(bytes)
     }
 }
 
@@ -71,21 +152,52 @@ pub struct PacketInfo {
     pub deadline: Option<Timestamp>,
     /// Packet size in bytes.
     pub bytes: usize,
-    /// The content is a retransmission.
+    /// The content is a retransmission (or control frames).
     pub retransmit: bool,
+    /// The content is a datagram: a scheduler may commit it to a path that cannot send yet
+    /// (it then waits in that path's queue).
+    pub datagram: bool,
+    /// New stream data available beyond this packet, in packets: how far `Decision::Ahead`
+    /// may reach.
+    pub ahead_packets: u32,
+    /// Bytes waiting to be sent in total (stream data not yet sent, queued datagrams).
+    pub backlog_bytes: u64,
 }
 
 /// A scheduler's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
-    /// Send on this path now.
+    /// Send on this path. If it cannot send now, a datagram waits in the path's queue; any
+    /// other content waits until the path can send.
     Send(PathId),
-    /// Send a copy on each of these paths now (the first carries the original).
+    /// Send on the first path now and a copy on each of the others (copies wait in their
+    /// paths' queues when those cannot send yet).
     Redundant(SmallVec<[PathId; 4]>),
+    /// Send on this path (which can send now) new stream data that lies this many packets
+    /// ahead of the next in-order data: the skipped packets will leave on faster paths and
+    /// arrive first (EDPF over per-path queues, computed lazily — seed 004).
+    Ahead(PathId, u32),
     /// Nothing can leave now; try again at this time (None: when an ACK opens a window).
     Wait(Option<Timestamp>),
-    /// The content cannot arrive in time on any path: drop it at the sender.
+    /// The content cannot arrive in time on any path, or its class is not carried: drop it at
+    /// the sender.
     Drop,
+}
+
+/// What a scheduler may know about one traffic class.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClassView {
+    /// Class id.
+    pub class: u8,
+    /// Priority, 0 most important.
+    pub priority: u8,
+    /// Offered rate, bytes/s, averaged over about a second (infinite for stream classes,
+    /// which take what they are given).
+    pub rate: f64,
+    /// Peak rate, bytes/s: the busiest 100 ms of the last second.
+    pub peak_rate: f64,
+    /// Delivery deadline of the class's datagrams.
+    pub deadline: Option<Duration>,
 }
 
 /// A packet scheduler.
@@ -94,11 +206,31 @@ pub trait Scheduler: fmt::Debug + Send {
     fn name(&self) -> &'static str;
     /// Chooses where the next packet goes.
     fn select(&mut self, now: Timestamp, paths: &[PathView], packet: &PacketInfo) -> Decision;
+    /// The traffic classes and their measured rates (called about every 100 ms while
+    /// datagrams flow). Schedulers that allocate paths to classes use it; others ignore it.
+    fn on_classes(&mut self, _now: Timestamp, _classes: &[ClassView]) {}
 }
 
-/// The paths eligible for data: active ones, or the backup ones when no active path is usable
-/// (the common rule every scheduler applies first).
+/// The paths eligible for data: active admitted ones; backup ones when no active path is
+/// usable; paths left out by admission when nothing else is usable (the common rule most
+/// schedulers apply first).
 pub fn eligible(paths: &[PathView]) -> impl Iterator<Item = &PathView> {
+    let any_active = paths.iter().any(|p| p.carries_data());
+    let any_admitted = paths.iter().any(|p| p.carries_data() && p.admitted);
+    paths.iter().filter(move |p| {
+        p.usable
+            && (p.admitted || !any_admitted)
+            && match p.status {
+                PathStatusKind::Active => true,
+                PathStatusKind::Backup => !any_active,
+                PathStatusKind::Standby => false,
+            }
+    })
+}
+
+/// Like [`eligible`] but ignoring admission: schedulers that choose their own subset of paths
+/// (redundant, priority-aware) start from here.
+pub fn usable_for_data(paths: &[PathView]) -> impl Iterator<Item = &PathView> {
     let any_active = paths.iter().any(|p| p.carries_data());
     paths.iter().filter(move |p| {
         p.usable
@@ -112,53 +244,152 @@ pub fn eligible(paths: &[PathView]) -> impl Iterator<Item = &PathView> {
 
 /// `Wait` until the earliest time an eligible path can send.
 pub fn wait_for<'a>(paths: impl Iterator<Item = &'a PathView>) -> Decision {
-    Decision::Wait(paths.filter_map(|p| p.ready_at).min())
+    Decision::Wait(paths.filter(|p| p.queued_bytes == 0).filter_map(|p| p.ready_at).min())
+}
+
+/// The answer of a striping scheduler that chose `path` by its own rule: send there; for
+/// stream content on a path that cannot send yet, wait for it. Returns whether the choice was
+/// consumed (the caller then advances its turn).
+pub fn striped(now: Timestamp, path: &PathView, packet: &PacketInfo) -> (Decision, bool) {
+    if packet.datagram || path.ready(now) {
+        (Decision::Send(path.id), true)
+    } else if path.queued_bytes > 0 {
+        // Its queue drains first; it is re-examined after every send.
+        (Decision::Wait(path.ready_at.filter(|t| *t > now)), false)
+    } else {
+        (Decision::Wait(path.ready_at), false)
+    }
 }
 
 /// The schedulers braid knows, by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Kind {
+    /// A uniformly random path per packet.
+    Random,
+    /// Strict round-robin.
+    RoundRobin,
+    /// Weighted (surplus) round-robin.
+    Wrr,
     /// Lowest RTT first.
     #[default]
     MinRtt,
-    /// Round-robin.
-    RoundRobin,
+    /// Earliest delivery path first.
+    Edpf,
+    /// Copies on every path (0) or on the best N paths.
+    Redundant(u8),
+    /// Backup paths only when needed.
+    Backup,
+    /// Layer-priority striping.
+    Lps,
+    /// Frame-priority striping.
+    Fps,
+    /// Independent-path striping.
+    Ips,
+    /// Deadline-aware (drops what cannot arrive in time).
+    Deadline,
 }
 
 impl Kind {
     /// Every scheduler with its command-line name and a one-line description.
-    pub const ALL: [(&'static str, Kind, &'static str); 2] = [
+    pub const ALL: [(&'static str, Kind, &'static str); 11] = [
+        ("random", Kind::Random, "a uniformly random path per packet (seed 000)"),
+        ("rr", Kind::RoundRobin, "paths in strict turn (seed 000)"),
+        (
+            "wrr",
+            Kind::Wrr,
+            "surplus round-robin by weight: --weights, or auto from measured capacity (seed 002)",
+        ),
         ("minrtt", Kind::MinRtt, "lowest smoothed RTT among paths that can send now"),
-        ("rr", Kind::RoundRobin, "paths in turn, skipping those that cannot send"),
+        ("edpf", Kind::Edpf, "earliest delivery path first, in-order arrival (seed 004)"),
+        ("redundant", Kind::Redundant(0), "a copy on every path; redundant:N on the best N (seed 003)"),
+        ("backup", Kind::Backup, "backup paths only when the others are down or saturated"),
+        ("lps", Kind::Lps, "layer-priority striping: base layer on the most reliable paths (seed 000)"),
+        ("fps", Kind::Fps, "frame-priority striping: I>P>B classes by peak rate (seed 000)"),
+        ("ips", Kind::Ips, "independent-path striping: one path per class (seed 000)"),
+        ("deadline", Kind::Deadline, "drop at the sender what cannot arrive by its deadline (seed 001)"),
     ];
 
-    /// A fresh scheduler of this kind.
+    /// A fresh scheduler of this kind (random choices from a fixed seed).
     pub fn build(self) -> Box<dyn Scheduler> {
+        self.build_seeded(0x5eed)
+    }
+
+    /// A fresh scheduler of this kind whose random choices derive from `seed`.
+    pub fn build_seeded(self, seed: u64) -> Box<dyn Scheduler> {
         match self {
-            Kind::MinRtt => Box::new(minrtt::MinRtt),
+            Kind::Random => Box::new(random::Random::new(seed)),
             Kind::RoundRobin => Box::new(round_robin::RoundRobin::default()),
+            Kind::Wrr => Box::new(wrr::Wrr::default()),
+            Kind::MinRtt => Box::new(minrtt::MinRtt),
+            Kind::Edpf => Box::new(edpf::Edpf),
+            Kind::Redundant(n) => Box::new(redundant::Redundant::new(n)),
+            Kind::Backup => Box::new(backup::Backup),
+            Kind::Lps => Box::new(lps::Lps::default()),
+            Kind::Fps => Box::new(fps::Fps::default()),
+            Kind::Ips => Box::new(ips::Ips::default()),
+            Kind::Deadline => Box::new(deadline::DeadlineAware),
         }
     }
 
     /// Command-line name.
     pub fn name(self) -> &'static str {
-        Self::ALL.iter().find(|(_, k, _)| *k == self).map_or("?", |(n, _, _)| n)
+        let base = match self {
+            Kind::Redundant(_) => Kind::Redundant(0),
+            k => k,
+        };
+        Self::ALL.iter().find(|(_, k, _)| *k == base).map_or("?", |(n, _, _)| n)
     }
 }
 
 impl FromStr for Kind {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        Self::ALL.iter().find(|(n, _, _)| n.eq_ignore_ascii_case(s)).map(|(_, k, _)| *k).ok_or_else(|| {
-            let names: Vec<_> = Self::ALL.iter().map(|(n, _, _)| *n).collect();
-            format!("unknown scheduler '{s}' (one of: {})", names.join(", "))
-        })
+        let names = || Self::ALL.iter().map(|(n, _, _)| *n).collect::<Vec<_>>().join(", ");
+        if let Some(n) = s.strip_prefix("redundant:") {
+            return match n.parse::<u8>() {
+                Ok(n) if n >= 2 => Ok(Kind::Redundant(n)),
+                _ => Err(format!("'{s}': redundant:N needs N of at least 2 (copies on the best N paths)")),
+            };
+        }
+        Self::ALL
+            .iter()
+            .find(|(n, _, _)| n.eq_ignore_ascii_case(s))
+            .map(|(_, k, _)| *k)
+            .ok_or_else(|| format!("unknown scheduler '{s}' (one of: {})", names()))
     }
 }
 
 impl fmt::Display for Kind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        match self {
+            Kind::Redundant(n) if *n > 0 => write!(f, "redundant:{n}"),
+            k => f.write_str(k.name()),
+        }
+    }
+}
+
+/// A small deterministic generator (SplitMix64) for schedulers that choose at random.
+#[derive(Debug, Clone)]
+pub struct SplitMix(u64);
+
+impl SplitMix {
+    /// A generator from `seed`.
+    pub fn new(seed: u64) -> Self {
+        SplitMix(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (n > 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        ((u128::from(self.next_u64()) * n as u128) >> 64) as usize
     }
 }
 
@@ -166,7 +397,7 @@ impl fmt::Display for Kind {
 pub(crate) mod test_util {
     use super::*;
 
-    /// A usable active path with the given id, RTT in ms and readiness.
+    /// A usable active path with the given id, RTT in ms and readiness (nanoseconds).
     pub fn view(id: PathId, rtt_ms: u64, ready: Option<u64>) -> PathView {
         PathView {
             id,
@@ -181,11 +412,102 @@ pub(crate) mod test_util {
             rate: 1e6,
             loss_rate: 0.0,
             mtu: 1452,
+            admitted: true,
+            one_way_delay: Duration::from_millis(rtt_ms / 2),
+            queued_bytes: 0,
+            weight: None,
+            delivery_rate: 0.0,
         }
     }
 
-    /// A 1200-byte packet of class 0.
+    /// A path of `mbit` Mbit/s and `owd_ms` one-way delay, ready at time 0.
+    pub fn link(id: PathId, mbit: f64, owd_ms: u64) -> PathView {
+        PathView { rate: mbit * 1e6 / 8.0, ..view(id, 2 * owd_ms, Some(0)) }
+    }
+
+    /// A 1200-byte stream packet of class 0.
     pub fn packet() -> PacketInfo {
-        PacketInfo { class: 0, priority: 0, deadline: None, bytes: 1200, retransmit: false }
+        PacketInfo {
+            class: 0,
+            priority: 0,
+            deadline: None,
+            bytes: 1200,
+            retransmit: false,
+            datagram: false,
+            ahead_packets: 0,
+            backlog_bytes: 1200,
+        }
+    }
+
+    /// A 1000-byte datagram of `class`.
+    pub fn datagram(class: u8) -> PacketInfo {
+        PacketInfo { class, bytes: 1000, datagram: true, ..packet() }
+    }
+
+    /// The path of a `Send` decision (panics otherwise).
+    pub fn sent(d: Decision) -> PathId {
+        match d {
+            Decision::Send(p) => p,
+            other => panic!("expected Send, got {other:?}"),
+        }
+    }
+
+    /// Timestamp at `ms` milliseconds.
+    pub fn ms(ms: u64) -> Timestamp {
+        Timestamp::from_nanos(ms * 1_000_000)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_util::*;
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for (name, kind, _) in Kind::ALL {
+            assert_eq!(name.parse::<Kind>().unwrap(), kind);
+            assert_eq!(kind.to_string(), name);
+        }
+        assert_eq!("redundant:2".parse::<Kind>().unwrap(), Kind::Redundant(2));
+        assert_eq!(Kind::Redundant(2).to_string(), "redundant:2");
+        assert_eq!(Kind::Redundant(2).name(), "redundant");
+        assert!("redundant:1".parse::<Kind>().is_err());
+        assert!("fastest".parse::<Kind>().unwrap_err().contains("edpf"));
+        for (name, kind, _) in Kind::ALL {
+            assert_eq!(kind.build().name(), name);
+        }
+    }
+
+    #[test]
+    fn admission_leaves_standby_paths_out_unless_nothing_else() {
+        let mut paths = vec![view(0, 10, Some(0)), view(1, 10, Some(0))];
+        paths[1].admitted = false;
+        assert_eq!(eligible(&paths).map(|p| p.id).collect::<Vec<_>>(), vec![0]);
+        assert_eq!(usable_for_data(&paths).count(), 2);
+        paths[0].usable = false;
+        assert_eq!(eligible(&paths).map(|p| p.id).collect::<Vec<_>>(), vec![1]);
+    }
+
+    #[test]
+    fn arrival_counts_queue_delay_and_transmission() {
+        let mut p = link(0, 8.0, 10); // 1 MB/s: 1000 bytes = 1 ms
+        assert_eq!(p.arrival(ms(0), 1000), ms(11));
+        p.queued_bytes = 5000;
+        assert_eq!(p.arrival(ms(0), 1000), ms(16));
+        p.queued_bytes = 0;
+        p.ready_at = Some(ms(3));
+        assert_eq!(p.arrival(ms(0), 1000), ms(14));
+        assert!(!p.ready(ms(2)) && p.ready(ms(3)));
+    }
+
+    #[test]
+    fn splitmix_is_uniform_enough() {
+        let mut r = SplitMix::new(3);
+        let mut counts = [0u32; 4];
+        for _ in 0..4000 {
+            counts[r.below(4)] += 1;
+        }
+        assert!(counts.iter().all(|&c| (900..1100).contains(&c)), "{counts:?}");
     }
 }

@@ -52,8 +52,12 @@ impl Session {
             }
             Frame::StreamOpen { id, class } => self.streams.on_stream_open(id, class),
             Frame::Datagram { class, seq, data, .. } => {
-                self.datagrams.on_received(Datagram { class, seq, data: payload.slice_ref(data) });
-                self.events.push_back(Event::DatagramReceived);
+                if let Some(p) = self.path_mut(path_id) {
+                    p.stats.datagrams_received += 1;
+                }
+                if self.datagrams.on_received(Datagram { class, seq, data: payload.slice_ref(data) }) {
+                    self.events.push_back(Event::DatagramReceived);
+                }
                 Ok(())
             }
             Frame::PathChallenge(token) => {
@@ -110,6 +114,7 @@ impl Session {
         if p.state == PathState::Validating {
             p.state = PathState::Active;
             p.last_ack = Some(now);
+            p.monitor.request_pair();
             p.update_pacing(now);
             tracing::debug!(session = self.local_id, path = path_id, "path validated");
             self.events.push_back(Event::Path(path_id, PathEvent::Validated));

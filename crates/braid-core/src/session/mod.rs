@@ -5,7 +5,9 @@
 //! (what received frames do), `paths` (joining, validation, blackout), `timers`.
 
 mod frames;
+mod monitoring;
 pub mod paths;
+mod pinned;
 mod recv;
 mod send;
 mod timers;
@@ -14,6 +16,7 @@ use crate::config::{ClientConfig, SessionConfig};
 use crate::crypto::handshake::{Initiator, SessionKeys};
 use crate::crypto::PublicKey;
 use crate::datagram::{Datagram, DatagramError, DatagramStats, Datagrams};
+use crate::monitor::MonitorState;
 use crate::path::sent::SentPacket;
 use crate::path::{Path, PathId, PathState, PathStats};
 use crate::scheduler::{self, Scheduler};
@@ -21,6 +24,7 @@ use crate::stream::{StreamError, StreamEvent, StreamId, StreamLimits, Streams};
 use crate::time::Timestamp;
 use crate::wire::PathStatusKind;
 use bytes::Bytes;
+use paths::PathError;
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -187,10 +191,18 @@ pub struct Session {
     /// Scratch space for ACK processing.
     acked_scratch: Vec<SentPacket>,
     lost_scratch: Vec<SentPacket>,
-    /// Path views handed to the scheduler, reused between packets.
-    views_scratch: Vec<crate::scheduler::PathView>,
-    /// Redundant copies waiting to leave: (path, frames payload, sent-frame records).
-    redundant: VecDeque<(PathId, Vec<u8>, send::FrameRecords)>,
+    /// Per-path queues: datagrams committed to a path and redundant copies.
+    pinned: BTreeMap<PathId, VecDeque<pinned::Pinned>>,
+    /// Schedulers of traffic classes that have their own, one instance per kind.
+    class_schedulers: Vec<(scheduler::Kind, Box<dyn Scheduler>)>,
+    /// Which classes use which scheduler kind (from the config, changed live).
+    class_kinds: BTreeMap<u8, scheduler::Kind>,
+    /// Seed of the schedulers' random choices.
+    scheduler_seed: u64,
+    /// When the periodic monitor work runs next.
+    next_housekeeping: Timestamp,
+    /// When path admission runs next.
+    next_admission: Timestamp,
 }
 
 impl fmt::Debug for Session {
@@ -211,6 +223,15 @@ impl Session {
             send_buffer: config.send_buffer,
             max_streams: config.max_streams,
         };
+        let scheduler_seed = seed ^ 0x5c4e_d01e;
+        let class_kinds: BTreeMap<u8, scheduler::Kind> =
+            config.classes.iter().filter_map(|(c, tc)| tc.scheduler.map(|k| (*c, k))).collect();
+        let mut class_schedulers: Vec<(scheduler::Kind, Box<dyn Scheduler>)> = Vec::new();
+        for k in class_kinds.values() {
+            if !class_schedulers.iter().any(|(have, _)| have == k) {
+                class_schedulers.push((*k, k.build_seeded(scheduler_seed ^ class_schedulers.len() as u64)));
+            }
+        }
         Session {
             side,
             state,
@@ -221,7 +242,7 @@ impl Session {
             paths: Vec::new(),
             streams: Streams::new(side, limits),
             datagrams: Datagrams::new(config.datagram_queue),
-            scheduler: config.scheduler.build(),
+            scheduler: config.scheduler.build_seeded(scheduler_seed),
             rng: ChaCha20Rng::seed_from_u64(seed),
             events: VecDeque::new(),
             path_control: PathControl::default(),
@@ -236,8 +257,12 @@ impl Session {
             next_send: None,
             acked_scratch: Vec::new(),
             lost_scratch: Vec::new(),
-            redundant: VecDeque::new(),
-            views_scratch: Vec::new(),
+            pinned: BTreeMap::new(),
+            class_schedulers,
+            class_kinds,
+            scheduler_seed,
+            next_housekeeping: now,
+            next_admission: now,
             config,
         }
     }
@@ -292,6 +317,7 @@ impl Session {
         s.handshake_resp_due = true;
         let mut path = Path::new(0, local, client, PathState::Active, s.config.congestion, s.mtu(), now);
         path.last_received = Some(now);
+        path.monitor.request_pair();
         s.paths.push(path);
         s.apply_path_config();
         s.events.push_back(Event::Connected);
@@ -416,6 +442,12 @@ impl Session {
         self.streams.reorder_max
     }
 
+    /// Starts the reorder-buffer maximum afresh from the current occupancy (to measure a
+    /// steady state after a warm-up).
+    pub fn reset_reorder_max(&mut self) {
+        self.streams.reorder_max = self.streams.reorder_now();
+    }
+
     /// Current reorder-buffer occupancy, in packets.
     pub fn reorder_now(&self) -> usize {
         self.streams.reorder_now()
@@ -455,7 +487,7 @@ impl Session {
         }
         let deadline = self.config.class(class).deadline.map(|d| now + d);
         let cfg = self.config.clone();
-        self.datagrams.push(class, data, deadline, |c| cfg.priority(c));
+        self.datagrams.push(now, class, data, deadline, |c| cfg.priority(c));
         Ok(())
     }
 
@@ -471,19 +503,67 @@ impl Session {
 
     // ---- scheduling ----------------------------------------------------------------------
 
-    /// Replaces the scheduler; streams are not disturbed.
+    /// Replaces the session's scheduler; streams are not disturbed (the swap only changes
+    /// where future packets go).
     pub fn set_scheduler(&mut self, kind: scheduler::Kind) {
-        self.scheduler = kind.build();
+        self.scheduler = kind.build_seeded(self.scheduler_seed);
     }
 
-    /// Replaces the scheduler with a custom one.
+    /// Replaces the session's scheduler with a custom one.
     pub fn set_scheduler_boxed(&mut self, scheduler: Box<dyn Scheduler>) {
         self.scheduler = scheduler;
     }
 
-    /// The scheduler's name.
+    /// Gives traffic class `class` its own scheduler (None: the session's again). Live, like
+    /// [`Session::set_scheduler`]; classes with the same kind share one instance.
+    pub fn set_class_scheduler(&mut self, class: u8, kind: Option<scheduler::Kind>) {
+        match kind {
+            Some(k) => {
+                self.class_kinds.insert(class, k);
+                if !self.class_schedulers.iter().any(|(have, _)| *have == k) {
+                    let seed = self.scheduler_seed ^ (self.class_schedulers.len() as u64 + 1);
+                    self.class_schedulers.push((k, k.build_seeded(seed)));
+                }
+            }
+            None => {
+                self.class_kinds.remove(&class);
+            }
+        }
+        let used: Vec<scheduler::Kind> = self.class_kinds.values().copied().collect();
+        self.class_schedulers.retain(|(k, _)| used.contains(k));
+        // Priority-aware schedulers learn the classes at the next housekeeping.
+        self.next_housekeeping = Timestamp::ZERO;
+    }
+
+    /// The session scheduler's name.
     pub fn scheduler_name(&self) -> &'static str {
         self.scheduler.name()
+    }
+
+    /// The name of the scheduler that places packets of `class`.
+    pub fn class_scheduler_name(&self, class: u8) -> &'static str {
+        match self.class_kinds.get(&class) {
+            Some(k) => k.name(),
+            None => self.scheduler.name(),
+        }
+    }
+
+    /// The scheduler for `class`.
+    pub(super) fn scheduler_for(&mut self, class: u8) -> &mut Box<dyn Scheduler> {
+        match self.class_kinds.get(&class) {
+            Some(k) => match self.class_schedulers.iter().position(|(have, _)| have == k) {
+                Some(i) => &mut self.class_schedulers[i].1,
+                None => &mut self.scheduler,
+            },
+            None => &mut self.scheduler,
+        }
+    }
+
+    /// Sets a path's weighted-round-robin weight (None: automatic, from its measured
+    /// capacity). Takes effect at once (seed 002: weights change live).
+    pub fn set_path_weight(&mut self, id: PathId, weight: Option<u32>) -> Result<(), PathError> {
+        self.path_mut(id).ok_or(PathError::Unknown)?.weight = weight;
+        Ok(())
     }
 
     // ---- paths ---------------------------------------------------------------------------
@@ -513,6 +593,13 @@ impl Session {
             jitter: p.monitor.jitter,
             congestion: p.cc.name(),
             stats: p.stats.clone(),
+            monitor_state: p.monitor_state(),
+            capacity: p.capacity(self.last_activity),
+            packet_pair: p.monitor.packet_pair.map(|(r, _)| r),
+            impairment_loss: p.monitor.impairment_loss,
+            random_losses: p.monitor.random_losses,
+            congestion_losses: p.monitor.congestion_losses,
+            admitted: p.admitted,
         })
     }
 
@@ -603,4 +690,18 @@ pub struct PathInfo {
     pub congestion: &'static str,
     /// Counters.
     pub stats: PathStats,
+    /// State as the path monitor reports it (probing, active, standby, suspect, down).
+    pub monitor_state: MonitorState,
+    /// Capacity estimate, bytes/s (saturated delivery rate or packet pair).
+    pub capacity: f64,
+    /// Latest packet-pair estimate, bytes/s.
+    pub packet_pair: Option<f64>,
+    /// Loss fraction due to the link itself (losses without a queue).
+    pub impairment_loss: f64,
+    /// Loss events classed as random.
+    pub random_losses: u64,
+    /// Loss events classed as congestion.
+    pub congestion_losses: u64,
+    /// Path admission's verdict (false: kept in standby).
+    pub admitted: bool,
 }

@@ -87,6 +87,7 @@ impl Session {
         let mut path = self.paths.remove(idx);
         let frames = strand(&mut path);
         self.requeue_frames(&frames);
+        self.unpin_path(id);
         if tell_peer && self.is_established() {
             self.path_control.abandon.insert(id, 0);
         }
@@ -117,9 +118,12 @@ impl Session {
         }
         let frames = strand(path);
         path.probes_due = 1;
+        path.monitor.pair = None;
+        path.monitor.pair_due = 0;
         let id = path.id;
         tracing::debug!(session = self.local_id, path = id, "path suspect");
         self.requeue_frames(&frames);
+        self.unpin_path(id);
         self.events.push_back(Event::Path(id, PathEvent::Suspect));
     }
 

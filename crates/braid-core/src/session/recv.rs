@@ -117,6 +117,7 @@ impl Session {
                 if let Some(p) = self.paths.iter_mut().find(|p| p.id == 0) {
                     p.state = PathState::Active;
                     p.last_received = Some(now);
+                    p.monitor.request_pair();
                     if let Some(rtt) = rtt_sample {
                         p.rtt.update(rtt, std::time::Duration::ZERO);
                     }
@@ -188,10 +189,17 @@ impl Session {
         self.last_activity = now;
         self.stats.packets_received += 1;
         let mut ack_eliciting = false;
+        // A packet of PING and PADDING only is a packet-pair probe: acknowledged at once.
+        let (mut pings, mut padded, mut other) = (false, false, false);
         for frame in Frames::new(&payload) {
             match frame {
                 Ok(f) => {
                     ack_eliciting |= f.is_ack_eliciting();
+                    match f {
+                        crate::wire::Frame::Ping => pings = true,
+                        crate::wire::Frame::Padding(_) => padded = true,
+                        _ => other = true,
+                    }
                     self.on_frame(now, h.path_id, remote, f, &payload);
                 }
                 Err(e) => {
@@ -206,6 +214,9 @@ impl Session {
         let mad = self.config.max_ack_delay;
         if let Some(path) = self.path_mut(h.path_id) {
             path.received.on_packet(now, pn, ack_eliciting, mad);
+            if pings && padded && !other {
+                path.received.ack_immediately();
+            }
         }
     }
 

@@ -1,13 +1,15 @@
 //! Datagrams out. `poll_transmit` decides, in a fixed order, what the next packet is:
 //!
 //! 1. the handshake (client: message 1 and its retransmissions; server: the answer);
-//! 2. path control: PATH_RESPONSE, PATH_CHALLENGE (padded to 1200 bytes), probes after a PTO;
-//! 3. redundant copies decided by the scheduler;
+//! 2. path control: PATH_RESPONSE, PATH_CHALLENGE (padded to 1200 bytes), probes after a PTO,
+//!    packet-pair probes (two back-to-back PING + PADDING packets, see `monitor`);
+//! 3. per-path queues: datagrams a scheduler committed to a path, redundant copies;
 //! 4. acknowledgements that are due, on the path chosen by the ACK policy;
 //! 5. data — control frames, retransmissions, stream bytes, datagrams by class priority — on
-//!    the path the scheduler picks;
+//!    the path the scheduler of the content's traffic class picks;
 //! 6. keepalive PINGs on idle paths.
 
+use super::pinned::Pinned;
 use super::{Session, State, Transmit};
 use crate::config::AckPath;
 use crate::path::sent::{SentFrame, SentPacket};
@@ -31,12 +33,12 @@ const LIVENESS_MIN: Duration = Duration::from_millis(50);
 pub(super) const MIN_PROBE_BUDGET: usize = DATA_HEADER_LEN + TAG_LEN + 20;
 
 /// A packet being built in the caller's buffer.
-struct Builder {
-    idx: usize,
-    pn: u64,
-    limit: usize,
-    frames: FrameRecords,
-    ack_eliciting: bool,
+pub(super) struct Builder {
+    pub(super) idx: usize,
+    pub(super) pn: u64,
+    pub(super) limit: usize,
+    pub(super) frames: FrameRecords,
+    pub(super) ack_eliciting: bool,
 }
 
 impl Session {
@@ -66,14 +68,15 @@ impl Session {
                 return Some(Transmit { path: 0, destination: p.remote, source: p.local, size: buf.len() });
             }
         }
+        self.housekeeping(now);
         self.poll_path_control(now, buf)
-            .or_else(|| self.poll_redundant(now, buf))
+            .or_else(|| self.poll_pinned(now, buf))
             .or_else(|| self.poll_acks(now, buf))
             .or_else(|| self.poll_data(now, buf))
             .or_else(|| self.poll_keepalive(now, buf))
     }
 
-    fn start(&mut self, idx: usize, buf: &mut Vec<u8>) -> Builder {
+    pub(super) fn start(&mut self, idx: usize, buf: &mut Vec<u8>) -> Builder {
         let path = &mut self.paths[idx];
         let pn = path.take_pn();
         buf.clear();
@@ -82,7 +85,7 @@ impl Session {
         Builder { idx, pn, limit: path.mtu - TAG_LEN, frames: SmallVec::new(), ack_eliciting: false }
     }
 
-    fn seal_and_record(
+    pub(super) fn seal_and_record(
         &mut self,
         now: Timestamp,
         b: Builder,
@@ -116,7 +119,13 @@ impl Session {
     }
 
     /// Appends ACK frames for every path with something worth acknowledging.
-    fn write_acks(&mut self, now: Timestamp, b: &mut Builder, buf: &mut Vec<u8>, all_pending: bool) {
+    pub(super) fn write_acks(
+        &mut self,
+        now: Timestamp,
+        b: &mut Builder,
+        buf: &mut Vec<u8>,
+        all_pending: bool,
+    ) {
         for i in 0..self.paths.len() {
             let room = b.limit.saturating_sub(buf.len());
             if room < 32 {
@@ -159,6 +168,20 @@ impl Session {
                 encode::ping(buf);
                 b.ack_eliciting = true;
                 return Some(self.seal_and_record(now, b, buf, None));
+            }
+            if p.monitor.pair_due > 0 && p.state == PathState::Active {
+                // Packet pair (seed 001 §4.1): two full-size probes back to back, past the pacer.
+                let mut b = self.start(idx, buf);
+                encode::ping(buf);
+                let target = b.limit.min(budget.saturating_sub(TAG_LEN));
+                if buf.len() < target {
+                    encode::padding(buf, target - buf.len());
+                }
+                b.ack_eliciting = true;
+                let pn = b.pn;
+                let t = self.seal_and_record(now, b, buf, None);
+                self.paths[idx].monitor.on_pair_sent(now, pn, t.size as u64);
+                return Some(t);
             }
         }
         None
@@ -277,47 +300,92 @@ impl Session {
     fn next_packet_info(&self) -> Option<PacketInfo> {
         let cfg = &self.config;
         let bytes = self.mtu();
+        let backlog_bytes = self.streams.unsent_total() + self.datagrams.queued_bytes();
+        let base = PacketInfo {
+            class: 0,
+            priority: 0,
+            deadline: None,
+            bytes,
+            retransmit: false,
+            datagram: false,
+            ahead_packets: 0,
+            backlog_bytes,
+        };
         if self.has_control() || self.streams.has_retransmit() {
-            return Some(PacketInfo { class: 0, priority: 0, deadline: None, bytes, retransmit: true });
+            return Some(PacketInfo { retransmit: true, ..base });
         }
         let stream = self.streams.next_class(|c| cfg.priority(c)).map(|c| (cfg.priority(c), c));
         let datagram = self.datagrams.peek(|c| cfg.priority(c)).map(|d| (cfg.priority(d.class), d));
+        let stream_info = |sp: u8, sc: u8| {
+            let room = bytes - crate::wire::DATA_OVERHEAD;
+            let ahead = self.streams.unsent_packets(room, |c| cfg.priority(c)).saturating_sub(1);
+            PacketInfo { class: sc, priority: sp, ahead_packets: ahead, ..base.clone() }
+        };
         match (stream, datagram) {
-            (Some((sp, sc)), Some((dp, _))) if sp < dp => {
-                Some(PacketInfo { class: sc, priority: sp, deadline: None, bytes, retransmit: false })
-            }
+            (Some((sp, sc)), Some((dp, _))) if sp < dp => Some(stream_info(sp, sc)),
             (_, Some((dp, d))) => Some(PacketInfo {
                 class: d.class,
                 priority: dp,
                 deadline: d.deadline,
-                bytes,
-                retransmit: false,
+                bytes: (d.data.len() + crate::datagram::DATAGRAM_OVERHEAD).min(bytes),
+                datagram: true,
+                ..base
             }),
-            (Some((sp, sc)), None) => {
-                Some(PacketInfo { class: sc, priority: sp, deadline: None, bytes, retransmit: false })
-            }
+            (Some((sp, sc)), None) => Some(stream_info(sp, sc)),
             (None, None) => None,
         }
     }
 
-    /// Views of every path for the scheduler, in `out` (reused between packets).
-    pub(super) fn path_views(&mut self, now: Timestamp, bytes: usize, out: &mut Vec<PathView>) {
-        out.clear();
-        out.extend(self.paths.iter_mut().filter(|p| p.state != PathState::Closed).map(|p| PathView {
-            id: p.id,
-            usable: p.is_usable(),
-            status: p.status(),
-            srtt: p.rtt.smoothed(),
-            min_rtt: p.rtt.min(),
-            rttvar: p.rtt.var(),
-            cwnd: p.cc.window(),
-            in_flight: p.in_flight,
-            ready_at: p.ready_at(now, bytes as u64),
-            rate:
-                p.cc.bandwidth().unwrap_or(p.monitor.max_delivery_rate).max(p.monitor.delivery_rate).max(1.0),
-            loss_rate: p.monitor.loss_rate,
-            mtu: p.mtu,
-        }));
+    /// Views of every path for the scheduler.
+    pub(super) fn path_views(&mut self, now: Timestamp, bytes: usize) -> Vec<PathView> {
+        // One-way delays: when acknowledgements ride on the lowest-RTT path, every path's RTT
+        // includes that path's return trip (half its RTT); otherwise each path's own.
+        let carrier = self
+            .paths
+            .iter()
+            .filter(|p| p.state == PathState::Active && p.rtt.has_sample())
+            .map(|p| p.rtt.min())
+            .min();
+        let offloaded = self.config.ack_path == AckPath::LowestRtt;
+        let admission = self.config.path_admission;
+        let queued: Vec<(crate::path::PathId, u64)> =
+            self.paths.iter().map(|p| (p.id, self.pinned_bytes(p.id))).collect();
+        self.paths
+            .iter_mut()
+            .filter(|p| p.state != PathState::Closed)
+            .map(|p| {
+                let rate = p.capacity(now);
+                let min_rtt = p.rtt.min();
+                let base = match carrier {
+                    Some(c) if offloaded => min_rtt.saturating_sub(c / 2).max(c / 2),
+                    _ => min_rtt / 2,
+                };
+                // What stands in the bottleneck queue: bytes in flight beyond the path's
+                // bandwidth-delay product, drained at its rate.
+                let pipe = rate * min_rtt.as_secs_f64();
+                let standing = (p.in_flight as f64 - pipe).max(0.0);
+                let one_way_delay = base + Duration::from_secs_f64(standing / rate.max(1.0));
+                PathView {
+                    id: p.id,
+                    usable: p.is_usable(),
+                    status: p.status(),
+                    srtt: p.rtt.smoothed(),
+                    min_rtt,
+                    rttvar: p.rtt.var(),
+                    cwnd: p.cc.window(),
+                    in_flight: p.in_flight,
+                    ready_at: p.ready_at(now, bytes as u64),
+                    rate,
+                    loss_rate: p.monitor.impairment_loss,
+                    mtu: p.mtu,
+                    admitted: p.admitted || !admission,
+                    one_way_delay,
+                    queued_bytes: queued.iter().find(|(id, _)| *id == p.id).map_or(0, |(_, b)| *b),
+                    weight: p.weight,
+                    delivery_rate: p.monitor.delivery_rate,
+                }
+            })
+            .collect()
     }
 
     fn poll_data(&mut self, now: Timestamp, buf: &mut Vec<u8>) -> Option<Transmit> {
@@ -331,25 +399,56 @@ impl Session {
                 }
                 return None;
             };
-            let mut views = std::mem::take(&mut self.views_scratch);
-            self.path_views(now, info.bytes, &mut views);
-            let decision = self.scheduler.select(now, &views, &info);
-            self.views_scratch = views;
+            let views = self.path_views(now, info.bytes);
+            let decision = self.scheduler_for(info.class).select(now, &views, &info);
+            let ready = |id| views.iter().any(|v| v.id == id && v.ready(now));
             match decision {
                 Decision::Send(id) => {
                     let idx = self.paths.iter().position(|p| p.id == id)?;
-                    return Some(self.build_data(now, idx, buf, &[]));
+                    if ready(id) {
+                        return Some(self.build_data(now, idx, buf, &[]));
+                    }
+                    if info.datagram {
+                        // Committed to a path that cannot send yet: it waits in that path's
+                        // queue.
+                        if let Some(d) = self.datagrams.pop(info.class) {
+                            self.pin(id, Pinned::Datagram(d));
+                        }
+                        continue;
+                    }
+                    let at = views.iter().find(|v| v.id == id).and_then(|v| v.ready_at);
+                    return self.wait(now, &views, at);
                 }
                 Decision::Redundant(ids) => {
-                    let mut idxs = ids.iter().filter_map(|id| self.paths.iter().position(|p| p.id == *id));
-                    let first = idxs.next()?;
-                    let rest: SmallVec<[usize; 4]> = idxs.collect();
-                    return Some(self.build_data(now, first, buf, &rest));
+                    let idxs: SmallVec<[usize; 4]> =
+                        ids.iter().filter_map(|id| self.paths.iter().position(|p| p.id == *id)).collect();
+                    let first = *idxs.first()?;
+                    if ready(self.paths[first].id) {
+                        return Some(self.build_data(now, first, buf, &idxs[1..]));
+                    }
+                    if info.datagram {
+                        if let Some(d) = self.datagrams.pop(info.class) {
+                            for &i in &idxs {
+                                let id = self.paths[i].id;
+                                self.pin(id, Pinned::Datagram(d.clone()));
+                            }
+                        }
+                        continue;
+                    }
+                    let at = views.iter().filter_map(|v| v.ready_at).min();
+                    return self.wait(now, &views, at);
                 }
-                Decision::Wait(t) => {
-                    self.next_send = t.filter(|t| *t > now);
-                    return None;
+                Decision::Ahead(id, skip) => {
+                    let idx = self.paths.iter().position(|p| p.id == id)?;
+                    if ready(id) {
+                        if let Some(t) = self.build_ahead(now, idx, skip, buf) {
+                            return Some(t);
+                        }
+                    }
+                    let at = views.iter().filter(|v| !v.ready(now)).filter_map(|v| v.ready_at).min();
+                    return self.wait(now, &views, at);
                 }
+                Decision::Wait(t) => return self.wait(now, &views, t),
                 Decision::Drop => {
                     if !self.drop_head_datagram(info.class) {
                         return None;
@@ -357,6 +456,37 @@ impl Session {
                 }
             }
         }
+    }
+
+    /// Nothing leaves now: wake at `at`. Paths that could have sent were held back by the
+    /// scheduler: the monitor takes their coming delivery-rate samples as lower bounds of
+    /// their capacity (congestion control is not told: for it the path is busy as usual).
+    fn wait(&mut self, now: Timestamp, views: &[PathView], at: Option<Timestamp>) -> Option<Transmit> {
+        self.next_send = at.filter(|t| *t > now);
+        for v in views.iter().filter(|v| v.ready(now)) {
+            if let Some(p) = self.paths.iter_mut().find(|p| p.id == v.id) {
+                if p.window_room() > p.mtu as u64 {
+                    p.monitor.unsaturated_until = p.delivery.delivered() + p.in_flight;
+                }
+            }
+        }
+        None
+    }
+
+    /// Builds a packet on `idx` carrying new stream data `skip` packets ahead of the next
+    /// in-order data (EDPF, `Decision::Ahead`). None when there is no such data.
+    fn build_ahead(&mut self, now: Timestamp, idx: usize, skip: u32, buf: &mut Vec<u8>) -> Option<Transmit> {
+        let room = self.paths[idx].mtu - TAG_LEN - DATA_HEADER_LEN;
+        // Leave room for the frame's length field: acknowledgements follow it.
+        let cfg = self.config.clone();
+        let (id, chunk) = self.streams.next_chunk_ahead(room.saturating_sub(8), skip, |c| cfg.priority(c))?;
+        let mut b = self.start(idx, buf);
+        encode::stream_header(buf, id, chunk.offset, chunk.fin, Some(chunk.len));
+        self.streams.copy_range(id, chunk.offset, chunk.len, buf);
+        b.frames.push(SentFrame::Stream { id, offset: chunk.offset, len: chunk.len as u32, fin: chunk.fin });
+        b.ack_eliciting = true;
+        self.write_acks(now, &mut b, buf, true);
+        Some(self.seal_and_record(now, b, buf, None))
     }
 
     fn drop_head_datagram(&mut self, class: u8) -> bool {
@@ -370,6 +500,8 @@ impl Session {
 
     /// Builds a data packet on `idx`; `copies` get the same frames (redundant scheduling).
     fn build_data(&mut self, now: Timestamp, idx: usize, buf: &mut Vec<u8>, copies: &[usize]) -> Transmit {
+        let mut earliest_deadline: Option<Timestamp> = None;
+        let mut only_datagrams = true;
         let mut b = self.start(idx, buf);
         self.write_acks(now, &mut b, buf, true);
         self.write_control(&mut b, buf);
@@ -398,12 +530,18 @@ impl Session {
                 encode::datagram(buf, class, seq, deadline_us, &d.data);
                 b.frames.push(SentFrame::Datagram { class });
                 self.datagrams.stats.entry(class).or_default().sent += 1;
+                self.paths[idx].stats.datagrams_sent += 1;
+                earliest_deadline = crate::time::earliest(earliest_deadline, deadline);
                 b.ack_eliciting = true;
                 continue;
             }
             if stream_p.is_none() || !self.write_stream(&mut b, buf) {
                 break;
             }
+            only_datagrams = false;
+        }
+        if b.frames.iter().any(|f| !matches!(f, SentFrame::Datagram { .. } | SentFrame::Ack { .. })) {
+            only_datagrams = false;
         }
         if !b.ack_eliciting {
             // Only ACKs fit (nothing else was ready): still a valid packet.
@@ -414,9 +552,11 @@ impl Session {
         let frames = b.frames.clone();
         let t = self.seal_and_record(now, b, buf, None);
         if let Some(payload) = payload {
+            // Copies of datagrams are useless after their deadline; other copies are kept.
+            let expires = if only_datagrams { earliest_deadline } else { None };
             for &c in copies {
                 let id = self.paths[c].id;
-                self.redundant.push_back((id, payload.clone(), frames.clone()));
+                self.pin(id, Pinned::Copy { payload: payload.clone(), frames: frames.clone(), expires });
             }
         }
         t
@@ -505,23 +645,5 @@ impl Session {
         if !b.frames.iter().all(|f| matches!(f, SentFrame::Ack { .. })) {
             b.ack_eliciting = true;
         }
-    }
-
-    /// Sends the redundant copies the scheduler asked for (they bypass the scheduler, not the
-    /// congestion window: a copy waits for its path's window like any packet).
-    fn poll_redundant(&mut self, now: Timestamp, buf: &mut Vec<u8>) -> Option<Transmit> {
-        let (id, payload, frames) = self.redundant.pop_front()?;
-        let Some(idx) = self.paths.iter().position(|p| p.id == id && p.is_usable()) else {
-            return self.poll_redundant(now, buf);
-        };
-        if self.paths[idx].ready_at(now, payload.len() as u64).is_none_or(|t| t > now) {
-            self.redundant.push_front((id, payload, frames));
-            return None;
-        }
-        let mut b = self.start(idx, buf);
-        buf.extend_from_slice(&payload);
-        b.frames = frames;
-        b.ack_eliciting = true;
-        Some(self.seal_and_record(now, b, buf, None))
     }
 }

@@ -601,9 +601,8 @@ impl Streams {
         if let Some(c) = &chunk {
             if c.retransmit {
                 self.retransmitted_bytes += c.len as u64;
-            } else {
-                self.sent_data += c.len as u64;
             }
+            self.sent_data += c.grew;
         }
         // Round-robin: to the back of the queue if more remains.
         if s.send.has_sendable(self.peer_max_data.saturating_sub(self.sent_data)) || s.announce {
@@ -614,6 +613,85 @@ impl Streams {
             return None;
         }
         Some((id, chunk, announce))
+    }
+
+    /// New data of the stream that would send next, lying `skip_packets` packets (of `room`
+    /// bytes each) beyond its next in-order data: what a slower path sends so that it arrives
+    /// just after the data before it (EDPF, see `scheduler::edpf`). Returns the stream id and
+    /// the chunk; None when there is not that much data or credit, or the stream must still
+    /// be announced.
+    pub fn next_chunk_ahead(
+        &mut self,
+        room: usize,
+        skip_packets: u32,
+        priority: impl Fn(u8) -> u8,
+    ) -> Option<(u64, Chunk)> {
+        let credit = self.peer_max_data.saturating_sub(self.sent_data);
+        let id = self.next_stream(credit, &priority)?;
+        let s = self.streams.get_mut(&id)?;
+        if s.announce || s.send.has_retransmit() {
+            return None;
+        }
+        let max_len = room.saturating_sub(encode::stream_header_len(id, u64::MAX >> 2, None));
+        // Streams of the same priority take turns: the skip is shared among them.
+        let peers = self.streams_at_priority(credit, &priority).max(1) as u64;
+        let skip = u64::from(skip_packets) * max_len as u64 / peers;
+        let s = self.streams.get_mut(&id)?;
+        let chunk = s.send.next_chunk_ahead(skip.max(1), max_len, credit)?;
+        self.sent_data += chunk.grew;
+        Some((id, chunk))
+    }
+
+    /// New bytes the next stream could send, in packets of `room` bytes (what EDPF may skip).
+    pub fn unsent_packets(&self, room: usize, priority: impl Fn(u8) -> u8) -> u32 {
+        let credit = self.peer_max_data.saturating_sub(self.sent_data);
+        let Some(id) = self.next_stream(credit, &priority) else {
+            return 0;
+        };
+        let Some(s) = self.streams.get(&id) else { return 0 };
+        let per = room.saturating_sub(encode::stream_header_len(id, u64::MAX >> 2, None)).max(1) as u64;
+        (s.send.unsent_bytes(credit) / per).min(u64::from(u32::MAX)) as u32
+    }
+
+    /// The stream `next_chunk` would serve (highest priority, first in turn).
+    fn next_stream(&self, credit: u64, priority: &impl Fn(u8) -> u8) -> Option<u64> {
+        let mut best: Option<(u64, u8)> = None;
+        for id in &self.send_queue {
+            if let Some(s) = self.streams.get(id).filter(|s| s.send.has_sendable(credit) || s.announce) {
+                let p = priority(s.class);
+                if best.is_none_or(|(_, bp)| p < bp) {
+                    best = Some((*id, p));
+                }
+            }
+        }
+        best.map(|(id, _)| id)
+    }
+
+    fn streams_at_priority(&self, credit: u64, priority: &impl Fn(u8) -> u8) -> usize {
+        let Some(top) = self.next_stream(credit, priority).and_then(|id| self.streams.get(&id)) else {
+            return 0;
+        };
+        let p = priority(top.class);
+        self.send_queue
+            .iter()
+            .filter_map(|id| self.streams.get(id))
+            .filter(|s| s.send.has_sendable(credit) && priority(s.class) == p)
+            .count()
+    }
+
+    /// Classes of the streams waiting to send.
+    pub fn sending_classes(&self) -> Vec<u8> {
+        let mut v: Vec<u8> =
+            self.send_queue.iter().filter_map(|id| self.streams.get(id)).map(|s| s.class).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// Bytes written by the application and not yet sent, across streams.
+    pub fn unsent_total(&self) -> u64 {
+        let credit = self.peer_max_data.saturating_sub(self.sent_data);
+        self.streams.values().map(|s| s.send.unsent_bytes(credit)).sum()
     }
 
     /// Copies stream bytes into a packet.

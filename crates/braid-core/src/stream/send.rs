@@ -18,6 +18,10 @@ pub struct SendStream {
     write_offset: u64,
     /// First offset never sent.
     next_new: u64,
+    /// New data sent ahead of `next_new` (EDPF's skipped packets leave later on faster paths).
+    sent_ahead: RangeSet,
+    /// End of the highest new data sent (what the peer's flow control counts).
+    highest_sent: u64,
     /// Ranges to send again.
     retransmit: RangeSet,
     /// `finish()` was called.
@@ -51,6 +55,8 @@ pub struct Chunk {
     pub fin: bool,
     /// The bytes were sent before (a retransmission).
     pub retransmit: bool,
+    /// How far the highest offset sent grew (what flow control charges).
+    pub grew: u64,
 }
 
 impl SendStream {
@@ -94,7 +100,9 @@ impl SendStream {
             return false;
         }
         !self.retransmit.is_empty()
-            || (self.next_new < self.write_offset && self.next_new < self.max_data && conn_credit > 0)
+            || (self.next_new < self.write_offset
+                && self.next_new < self.max_data
+                && (conn_credit > 0 || self.next_new < self.highest_sent))
             || (self.fin_pending && self.next_new == self.write_offset)
     }
 
@@ -123,21 +131,86 @@ impl SendStream {
             if fin {
                 self.fin_pending = false;
             }
-            return Some(Chunk { offset: r.start, len, fin, retransmit: true });
+            return Some(Chunk { offset: r.start, len, fin, retransmit: true, grew: 0 });
         }
-        let limit = self.write_offset.min(self.max_data).min(self.next_new.saturating_add(conn_credit));
+        // New data up to the next range already sent ahead.
+        let gap_end = self.sent_ahead.first().map_or(u64::MAX, |r| r.start);
+        let credit_end = self.highest_sent.max(self.next_new).saturating_add(conn_credit);
+        let limit = self.write_offset.min(self.max_data).min(credit_end).min(gap_end);
         let len = (limit.saturating_sub(self.next_new) as usize).min(max_len(self.next_new));
         let end = self.next_new + len as u64;
         let fin = self.fin_pending && end == self.write_offset;
         if len == 0 && !fin {
             return None;
         }
-        let chunk = Chunk { offset: self.next_new, len, fin, retransmit: false };
+        let grew = end.saturating_sub(self.highest_sent);
+        let chunk = Chunk { offset: self.next_new, len, fin, retransmit: false, grew };
+        self.highest_sent = self.highest_sent.max(end);
         self.next_new = end;
+        // Skip what was already sent ahead.
+        while let Some(r) = self.sent_ahead.first().filter(|r| r.start <= self.next_new) {
+            self.next_new = self.next_new.max(r.end);
+            self.sent_ahead.remove(r);
+        }
         if fin {
             self.fin_pending = false;
         }
         Some(chunk)
+    }
+
+    /// New data that is not yet sent and lies `skip` unsent bytes beyond the next in-order
+    /// offset: the chunk a slower path sends so that it arrives when the bytes before it, sent
+    /// by faster paths, have arrived. None when there is not that much data or credit.
+    pub fn next_chunk_ahead(&mut self, skip: u64, max_len: usize, conn_credit: u64) -> Option<Chunk> {
+        if self.reset.is_some() || skip == 0 {
+            return None;
+        }
+        // Walk the unsent gaps from next_new, counting `skip` unsent bytes.
+        let mut pos = self.next_new;
+        let mut left = skip;
+        let start = pos;
+        let ahead: Vec<std::ops::Range<u64>> = self.sent_ahead.iter().filter(|r| r.end > start).collect();
+        let mut ranges = ahead.into_iter().peekable();
+        loop {
+            let gap_end = ranges.peek().map_or(u64::MAX, |r| r.start.max(pos));
+            let gap = gap_end - pos;
+            if gap > left {
+                pos += left;
+                break;
+            }
+            left -= gap;
+            match ranges.next() {
+                Some(r) => pos = r.end.max(pos),
+                None => break,
+            }
+        }
+        let next_sent = self.sent_ahead.iter().find(|r| r.end > pos).map_or(u64::MAX, |r| r.start);
+        let credit_end = self.highest_sent.max(self.next_new).saturating_add(conn_credit);
+        let limit = self.write_offset.min(self.max_data).min(credit_end).min(next_sent);
+        if pos >= limit {
+            return None;
+        }
+        let len = ((limit - pos) as usize).min(max_len);
+        if len == 0 {
+            return None;
+        }
+        let end = pos + len as u64;
+        let fin = self.fin_pending && end == self.write_offset;
+        if fin {
+            self.fin_pending = false;
+        }
+        let grew = end.saturating_sub(self.highest_sent);
+        self.highest_sent = self.highest_sent.max(end);
+        self.sent_ahead.insert(pos..end);
+        Some(Chunk { offset: pos, len, fin, retransmit: false, grew })
+    }
+
+    /// New bytes available to send ahead of the next in-order offset, within the limits.
+    pub fn unsent_bytes(&self, conn_credit: u64) -> u64 {
+        let credit_end = self.highest_sent.max(self.next_new).saturating_add(conn_credit);
+        let limit = self.write_offset.min(self.max_data).min(credit_end);
+        let ahead: u64 = self.sent_ahead.iter().map(|r| r.end.min(limit).saturating_sub(r.start)).sum();
+        limit.saturating_sub(self.next_new).saturating_sub(ahead)
     }
 
     /// Copies `[offset, offset + len)` into `out`.
@@ -238,7 +311,7 @@ impl SendStream {
 
     /// The final size announced in RESET_STREAM: how far we sent.
     pub fn final_size(&self) -> u64 {
-        self.next_new
+        self.next_new.max(self.highest_sent)
     }
 }
 
@@ -259,17 +332,17 @@ mod tests {
         s.write(Bytes::from_static(b"0123456789"));
         s.finish();
         let a = s.next_chunk(|_| 4, u64::MAX).unwrap();
-        assert_eq!(a, Chunk { offset: 0, len: 4, fin: false, retransmit: false });
+        assert_eq!(a, Chunk { offset: 0, len: 4, fin: false, retransmit: false, grew: 4 });
         let b = s.next_chunk(|_| 100, u64::MAX).unwrap();
-        assert_eq!(b, Chunk { offset: 4, len: 6, fin: true, retransmit: false });
+        assert_eq!(b, Chunk { offset: 4, len: 6, fin: true, retransmit: false, grew: 6 });
         assert!(s.next_chunk(|_| 100, u64::MAX).is_none());
         s.on_acked(2, 2, false);
         s.on_lost(0, 4, false);
         s.on_lost(4, 6, true);
         let r = s.next_chunk(|_| 100, u64::MAX).unwrap();
-        assert_eq!(r, Chunk { offset: 0, len: 2, fin: false, retransmit: true });
+        assert_eq!(r, Chunk { offset: 0, len: 2, fin: false, retransmit: true, grew: 0 });
         let r = s.next_chunk(|_| 100, u64::MAX).unwrap();
-        assert_eq!(r, Chunk { offset: 4, len: 6, fin: true, retransmit: true });
+        assert_eq!(r, Chunk { offset: 4, len: 6, fin: true, retransmit: true, grew: 0 });
         let mut out = Vec::new();
         s.copy_range(4, 6, &mut out);
         assert_eq!(out, b"456789");
@@ -292,6 +365,43 @@ mod tests {
         s.on_acked(0, 3, false); // late duplicate
         s.on_acked(5, 5, false);
         assert_eq!(s.buffered(), 0);
+    }
+
+    #[test]
+    fn sending_ahead_leaves_a_gap_filled_in_order() {
+        let mut s = SendStream::new(1000);
+        s.write(Bytes::from(vec![7u8; 100]));
+        s.finish();
+        // A slow path sends 10 bytes, 30 unsent bytes ahead.
+        let a = s.next_chunk_ahead(30, 10, u64::MAX).unwrap();
+        assert_eq!((a.offset, a.len, a.grew), (30, 10, 40));
+        // Another one, 30 unsent bytes ahead, skips the range already sent.
+        let b = s.next_chunk_ahead(30, 10, u64::MAX).unwrap();
+        assert_eq!((b.offset, b.len, b.grew), (40, 10, 10));
+        assert_eq!(s.unsent_bytes(u64::MAX), 80);
+        // The fast path fills the gap in order, then jumps past the ranges sent ahead.
+        let c = s.next_chunk(|_| 100, u64::MAX).unwrap();
+        assert_eq!((c.offset, c.len, c.grew), (0, 30, 0));
+        let d = s.next_chunk(|_| 100, u64::MAX).unwrap();
+        assert_eq!((d.offset, d.len, d.fin, d.grew), (50, 50, true, 50));
+        assert!(s.next_chunk(|_| 100, u64::MAX).is_none());
+        assert_eq!(s.final_size(), 100);
+        // Ahead chunks are acknowledged and lost like any other.
+        s.on_lost(30, 10, false);
+        let r = s.next_chunk(|_| 100, u64::MAX).unwrap();
+        assert_eq!((r.offset, r.retransmit), (30, true));
+    }
+
+    #[test]
+    fn sending_ahead_respects_flow_control() {
+        let mut s = SendStream::new(50);
+        s.write(Bytes::from(vec![7u8; 100]));
+        assert!(s.next_chunk_ahead(45, 10, u64::MAX).unwrap().len == 5);
+        assert!(s.next_chunk_ahead(60, 10, u64::MAX).is_none());
+        // Connection credit counts the highest offset, gap included.
+        let mut s = SendStream::new(1000);
+        s.write(Bytes::from(vec![7u8; 100]));
+        assert_eq!(s.next_chunk_ahead(20, 10, 25).map(|c| c.len), Some(5));
     }
 
     #[test]

@@ -4,11 +4,11 @@
 //! still sitting in a send buffer never count.
 
 use anyhow::{anyhow, bail, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Goodput over one reporting interval.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Sample {
     /// Interval start, seconds since the test started.
     pub start: f64,
@@ -19,7 +19,7 @@ pub struct Sample {
 }
 
 /// UDP receiver statistics.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct UdpStats {
     /// Datagrams lost, percent.
     pub lost_percent: f64,
@@ -30,7 +30,7 @@ pub struct UdpStats {
 }
 
 /// What one iperf3 run measured.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Measurement {
     /// Received bytes over the test time, in bits per second.
     pub goodput_bps: f64,

@@ -41,6 +41,8 @@ pub fn summary(report: &LabReport, checks: &[String]) -> Value {
                 "ratio_to_link_rates": r.ratio_to_link_rates,
                 "recovery_ms": r.recovery_ms,
                 "not_recovered": r.not_recovered,
+                "recovery_avg_ms": r.recovery_avg_ms,
+                "not_recovered_avg": r.not_recovered_avg,
                 "restore_ms": r.restore_ms,
                 "not_restored": r.not_restored,
                 "retransmits": r.retransmits,

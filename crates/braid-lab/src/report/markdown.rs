@@ -96,7 +96,8 @@ fn workload_section(w: &WorkloadResult, svgs: &[(String, String)]) -> String {
             "goodput",
             "÷ sum of singles",
             "÷ link rates",
-            "recovery",
+            "recovery (100 ms)",
+            "recovery (0.5 s avg)",
             "back to full after restore (0.5 s avg)",
             "retransmits",
         ]
@@ -124,7 +125,10 @@ fn workload_section(w: &WorkloadResult, svgs: &[(String, String)]) -> String {
         .flat_map(|r| {
             let mut v: Vec<String> = r.notes.iter().map(|n| format!("{}: {n}", r.name)).collect();
             if let Some(j) = r.mptcp_joins {
-                v.push(format!("{}: {j} MPTCP subflow(s) joined", r.name));
+                v.push(format!(
+                    "{}: {j} MP_JOIN subflow(s) over iperf3's control and data connections",
+                    r.name
+                ));
             }
             if let Some(reason) = &r.reason {
                 if r.status != Status::Skipped {
@@ -159,7 +163,7 @@ fn row_cells(r: &Row, cut: bool, cbr: bool) -> Vec<String> {
     let columns = if cbr {
         4
     } else if cut {
-        7
+        8
     } else {
         6
     };
@@ -184,6 +188,7 @@ fn row_cells(r: &Row, cut: bool, cbr: bool) -> Vec<String> {
     cells.push(f(r.ratio_to_link_rates, &|x| format!("{x:.3}")));
     cells.push(if r.not_recovered { "not recovered".into() } else { f(r.recovery_ms, &secs) });
     if cut {
+        cells.push(if r.not_recovered_avg { "not recovered".into() } else { f(r.recovery_avg_ms, &secs) });
         cells.push(if r.not_restored { "not within the test".into() } else { f(r.restore_ms, &secs) });
     }
     cells.push(r.retransmits.map(|x| x.to_string()).unwrap_or_else(dash));

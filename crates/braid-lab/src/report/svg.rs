@@ -11,10 +11,27 @@ const LEFT: f64 = 64.0;
 const RIGHT: f64 = 190.0;
 const TOP: f64 = 36.0;
 const BOTTOM: f64 = 48.0;
-const COLORS: [&str; 10] = [
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
-    "#17becf",
-];
+/// Colours for contenders without a fixed one (braid schedulers first).
+const COLORS: [&str; 8] =
+    ["#d62728", "#1f77b4", "#2ca02c", "#e377c2", "#17becf", "#bcbd22", "#8c564b", "#7f7f7f"];
+/// Single links in greys, so the multipath contenders stand out.
+const LINK_GREYS: [&str; 4] = ["#555555", "#888888", "#aaaaaa", "#cccccc"];
+
+/// The same contender gets the same colour in every plot.
+fn color_for(name: &str, spare: &mut usize) -> &'static str {
+    if let Some(i) = name.strip_prefix("tcp-link").and_then(|i| i.parse::<usize>().ok()) {
+        return LINK_GREYS[(i.max(1) - 1) % LINK_GREYS.len()];
+    }
+    match name {
+        "mptcp" => "#ff7f0e",
+        "aggligator" => "#9467bd",
+        _ => {
+            let c = COLORS[*spare % COLORS.len()];
+            *spare += 1;
+            c
+        }
+    }
+}
 
 /// One line of the plot.
 pub struct Line<'a> {
@@ -28,11 +45,12 @@ pub struct Line<'a> {
 pub fn render(title: &str, lines: &[Line], events: &[AppliedEvent]) -> String {
     let t_max = lines.iter().filter_map(|l| l.series.last().map(|s| s.end)).fold(1.0, f64::max);
     let y_max_bps = lines.iter().flat_map(|l| l.series.iter().map(|s| s.bps)).fold(1e6, f64::max);
-    let y_top = nice_ceiling(y_max_bps / 1e6);
-    let t_top = nice_ceiling(t_max);
+    let (y_top, y_step) = axis(y_max_bps / 1e6);
+    // The receiver's last interval can end up to ~0.1 s after the nominal length.
+    let (t_top, t_step) = axis(t_max - 0.2);
     let pw = W - LEFT - RIGHT;
     let ph = H - TOP - BOTTOM;
-    let x = |t: f64| LEFT + t / t_top * pw;
+    let x = |t: f64| LEFT + t.min(t_top) / t_top * pw;
     let y = |mbit: f64| TOP + ph - (mbit / y_top).min(1.05) * ph;
 
     let mut o = String::new();
@@ -43,8 +61,9 @@ pub fn render(title: &str, lines: &[Line], events: &[AppliedEvent]) -> String {
     let _ = writeln!(o, r#"<rect width="{W}" height="{H}" fill="white"/>"#);
     let _ =
         writeln!(o, r#"<text x="{LEFT}" y="20" font-size="14" font-weight="bold">{}</text>"#, escape(title));
-    for k in 0..=5 {
-        let v = y_top * k as f64 / 5.0;
+    let y_ticks = (y_top / y_step).round() as usize;
+    for k in 0..=y_ticks {
+        let v = y_step * k as f64;
         let yy = y(v);
         let _ = writeln!(
             o,
@@ -54,7 +73,10 @@ pub fn render(title: &str, lines: &[Line], events: &[AppliedEvent]) -> String {
             yy + 4.0,
             trim(v)
         );
-        let t = t_top * k as f64 / 5.0;
+    }
+    let t_ticks = (t_top / t_step).round() as usize;
+    for k in 0..=t_ticks {
+        let t = t_step * k as f64;
         let xx = x(t);
         let _ = writeln!(
             o,
@@ -89,8 +111,9 @@ pub fn render(title: &str, lines: &[Line], events: &[AppliedEvent]) -> String {
             TOP + 10.0
         );
     }
+    let mut spare = 0;
     for (k, l) in lines.iter().enumerate() {
-        let color = COLORS[k % COLORS.len()];
+        let color = color_for(l.name, &mut spare);
         let pts: Vec<String> = l
             .series
             .iter()
@@ -119,18 +142,17 @@ pub fn render(title: &str, lines: &[Line], events: &[AppliedEvent]) -> String {
     o
 }
 
-/// The smallest of 1, 2, 2.5, 5 × 10^k that is at least `v`.
-fn nice_ceiling(v: f64) -> f64 {
+/// Axis top and tick step for data up to `v`: the step is 1, 2 or 5 × 10^k, chosen so the
+/// axis has at most 8 ticks; the top is the first multiple of the step at or above `v`.
+fn axis(v: f64) -> (f64, f64) {
     if v <= 0.0 || !v.is_finite() {
-        return 1.0;
+        return (1.0, 0.2);
     }
-    let mag = 10f64.powf(v.log10().floor());
-    for m in [1.0, 2.0, 2.5, 5.0, 10.0] {
-        if m * mag >= v - 1e-9 {
-            return m * mag;
-        }
-    }
-    10.0 * mag
+    let mag = 10f64.powf((v / 8.0).log10().floor());
+    let step =
+        [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * mag).find(|s| v / s <= 8.0 + 1e-9).unwrap_or(10.0 * mag);
+    let top = ((v / step) - 1e-9).ceil().max(1.0) * step;
+    (top, step)
 }
 
 fn trim(v: f64) -> String {
@@ -147,12 +169,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ceilings() {
-        assert_eq!(nice_ceiling(19.1), 20.0);
-        assert_eq!(nice_ceiling(22.9), 25.0);
-        assert_eq!(nice_ceiling(55.0), 100.0);
-        assert_eq!(nice_ceiling(0.0), 1.0);
-        assert_eq!(nice_ceiling(f64::NAN), 1.0);
+    fn axes() {
+        assert_eq!(axis(9.99), (10.0, 2.0));
+        assert_eq!(axis(29.99), (30.0, 5.0));
+        assert_eq!(axis(48.5), (50.0, 10.0));
+        assert_eq!(axis(19.1), (20.0, 5.0));
+        assert_eq!(axis(0.0), (1.0, 0.2));
+        assert_eq!(axis(f64::NAN), (1.0, 0.2));
     }
 
     #[test]

@@ -41,13 +41,13 @@ pub use parse::{parse_scenario, ScenarioError};
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Most links a scenario may have (kernel MPTCP allows 8 subflows; addresses are 10.0.i.x).
 pub const MAX_LINKS: usize = 8;
 
 /// A parsed, validated scenario.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Scenario {
     /// Short name, used in reports and output directory names.
     pub name: String,
@@ -66,7 +66,7 @@ pub struct Scenario {
 }
 
 /// One emulated link.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LinkSpec {
     /// Rate in bits per second, enforced in both directions.
     pub rate_bps: u64,
@@ -98,7 +98,7 @@ impl LinkSpec {
 }
 
 /// What traffic a workload sends.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WorkloadKind {
     /// Bulk TCP (iperf3), as fast as the contender goes.
@@ -115,7 +115,7 @@ pub enum WorkloadKind {
 }
 
 /// Which way the workload's data flows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Direction {
     /// Client namespace sends to the server namespace.
@@ -135,7 +135,7 @@ impl Direction {
 }
 
 /// One workload, run once per contender (times `repeats`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Workload {
     /// Traffic type.
     pub kind: WorkloadKind,
@@ -159,7 +159,7 @@ impl Workload {
 }
 
 /// The contenders a scenario asks for.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Contenders {
     /// TCP over each link alone, and their sum.
     pub singles: bool,
@@ -172,7 +172,7 @@ pub struct Contenders {
 }
 
 /// Pass/fail thresholds.
-#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Checks {
     /// Lowest acceptable ratio of braid's bulk goodput to the sum of singles.
     pub min_braid_ratio: Option<f64>,

@@ -1,0 +1,152 @@
+//! Earliest Delivery Path First (seed 004 §III-B, after Chebrolu & Rao): "it calculates how
+//! long it takes from the sender to a receiver on each route, and it chooses the fastest path".
+//! For path j the packet would arrive at
+//!
+//! ```text
+//! d_j = max(now, A_j) + D_j + L/B_j
+//! ```
+//!
+//! with A_j the time path j can take it (its pacer and window, behind what is queued on it),
+//! D_j its one-way delay, L the packet size and B_j its rate ([`PathView::arrival`]).
+//!
+//! In the paper a packet goes into the chosen path's queue and the path's A_j moves on. braid
+//! builds packets only when a path can send, so it evaluates the same schedule lazily: when
+//! the earliest path is busy but a slower path j is free now, EDPF would have given j the first
+//! packet whose earliest arrival is on j — the packet after the m that the other paths deliver
+//! before j's would arrive. j therefore sends the new stream data m packets ahead
+//! ([`Decision::Ahead`]) and the skipped packets leave on the faster paths, arriving first:
+//! packets reach the receiver nearly in order (seed 004 Fig. 15: "the maximum number of packets
+//! stored in the buffer of receiver Middleware is only three").
+//!
+//! Retransmissions and control frames simply wait for their earliest path; a datagram is
+//! committed to its earliest path's queue (EDPF over per-path queues, literally).
+//!
+//! A path counts as free only while what it has in flight stays within 1.5 bandwidth-delay
+//! products plus three packets (room for a delivery-rate controller to probe at 1.25). Holding a
+//! packet at the sender instead of in the bottleneck queue does not delay it (the queue is
+//! first-in first-out either way), but it keeps the plan short: the further ahead a slow path
+//! must be scheduled, the more a change on a fast path (a loss, a window probing its minimum
+//! RTT) reorders what is already on the way.
+
+use super::{eligible, wait_for, Decision, PacketInfo, PathView, Scheduler};
+use crate::time::Timestamp;
+
+/// The most packets a free path may send ahead (bounds the receiver's reorder buffer if an
+/// estimate is badly wrong).
+pub const MAX_AHEAD: u32 = 20_000;
+
+/// The EDPF scheduler.
+#[derive(Debug, Default, Clone)]
+pub struct Edpf;
+
+/// Share of a bandwidth-delay product a path may hold in flight beyond one, for EDPF.
+pub const QUEUE_ALLOWANCE: f64 = 0.5;
+
+/// True when `p` can take a packet of `bytes` now: its pacer and window allow and it holds no
+/// more than its bandwidth-delay product plus the allowance in flight.
+pub fn free(p: &PathView, now: Timestamp, bytes: u64) -> bool {
+    let pipe = p.rate * p.min_rtt.as_secs_f64();
+    let cap = (1.0 + QUEUE_ALLOWANCE) * pipe + 3.0 * p.mtu as f64;
+    p.ready(now) && (p.in_flight + bytes) as f64 <= cap
+}
+
+/// How many packets of `bytes` path `p` delivers, if given packets back to back from now,
+/// that arrive before `deadline`.
+pub fn delivered_before(p: &PathView, now: Timestamp, bytes: u64, deadline: Timestamp) -> u64 {
+    let first = p.arrival(now, bytes);
+    if first >= deadline {
+        return 0;
+    }
+    let each = p.send_time(bytes).as_secs_f64().max(1e-9);
+    // Arrivals first + k·each for k = 0, 1, … that are before the deadline.
+    ((deadline - first).as_secs_f64() / each - 1e-9).ceil().max(1.0) as u64
+}
+
+impl Edpf {
+    /// The EDPF decision for `packet`, considering `paths` (already filtered).
+    pub fn choose(now: Timestamp, paths: &[&PathView], packet: &PacketInfo) -> Decision {
+        let bytes = packet.bytes as u64;
+        let Some(best) = paths.iter().min_by_key(|p| (p.arrival(now, bytes), p.id)) else {
+            return Decision::Wait(None);
+        };
+        if free(best, now, bytes) || packet.datagram {
+            return Decision::Send(best.id);
+        }
+        if !packet.retransmit && packet.ahead_packets > 0 {
+            let mut open: Vec<&&PathView> = paths.iter().filter(|p| free(p, now, bytes)).collect();
+            open.sort_by_key(|p| (p.arrival(now, bytes), p.id));
+            for j in open {
+                let arrives = j.arrival(now, bytes);
+                let m: u64 = paths
+                    .iter()
+                    .filter(|p| p.id != j.id)
+                    .map(|p| delivered_before(p, now, bytes, arrives))
+                    .sum();
+                if m > 0 && m <= u64::from(packet.ahead_packets.min(MAX_AHEAD)) {
+                    return Decision::Ahead(j.id, m as u32);
+                }
+            }
+        }
+        wait_for(paths.iter().copied().filter(|p| !free(p, now, bytes)))
+    }
+}
+
+impl Scheduler for Edpf {
+    fn name(&self) -> &'static str {
+        "edpf"
+    }
+
+    fn select(&mut self, now: Timestamp, paths: &[PathView], packet: &PacketInfo) -> Decision {
+        let candidates: Vec<&PathView> = eligible(paths).collect();
+        if candidates.is_empty() {
+            return wait_for(eligible(paths));
+        }
+        Edpf::choose(now, &candidates, packet)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scheduler::test_util::{datagram, link, ms, packet};
+
+    #[test]
+    fn earliest_arrival_wins_even_if_it_must_wait() {
+        // 8 Mbit/s at 10 ms and 2 Mbit/s at 40 ms, 1000-byte packets: 11 ms against 44 ms.
+        let mut s = Edpf;
+        let mut paths = [link(0, 8.0, 10), link(1, 2.0, 40)];
+        let p = packet();
+        assert_eq!(s.select(ms(0), &paths, &p), Decision::Send(0));
+        // The fast path is paced for 2 ms: still earlier (13.2 ms); the stream waits for it.
+        paths[0].ready_at = Some(ms(2));
+        assert_eq!(s.select(ms(0), &paths, &p), Decision::Wait(Some(ms(2))));
+        // A datagram is committed to the fast path's queue.
+        assert_eq!(s.select(ms(0), &paths, &datagram(0)), Decision::Send(0));
+    }
+
+    #[test]
+    fn a_free_slow_path_sends_ahead_by_what_the_fast_path_delivers_first() {
+        let mut s = Edpf;
+        let mut paths = [link(0, 8.0, 10), link(1, 2.0, 40)];
+        paths[0].ready_at = Some(ms(1));
+        let p = crate::scheduler::PacketInfo { bytes: 1000, ahead_packets: 100, ..packet() };
+        // Path 1 would deliver at 0 + 40 + 4 = 44 ms. Path 0 delivers its k-th packet at
+        // 1 + 10 + k ms: packets at 12..=43 ms arrive first, 32 of them.
+        assert_eq!(s.select(ms(0), &paths, &p), Decision::Ahead(1, 32));
+        // Not enough data to reach that far: wait for the fast path.
+        let short = crate::scheduler::PacketInfo { ahead_packets: 10, ..p.clone() };
+        assert_eq!(s.select(ms(0), &paths, &short), Decision::Wait(Some(ms(1))));
+        // Retransmissions never skip.
+        let rtx = crate::scheduler::PacketInfo { retransmit: true, ..p };
+        assert_eq!(s.select(ms(0), &paths, &rtx), Decision::Wait(Some(ms(1))));
+    }
+
+    #[test]
+    fn queued_bytes_push_the_arrival_back() {
+        let mut s = Edpf;
+        let mut paths = [link(0, 8.0, 10), link(1, 8.0, 12)];
+        assert_eq!(s.select(ms(0), &paths, &datagram(0)), Decision::Send(0));
+        paths[0].queued_bytes = 3000; // 3 ms of queue: 14 ms against 13 ms
+        assert_eq!(s.select(ms(0), &paths, &datagram(0)), Decision::Send(1));
+    }
+}

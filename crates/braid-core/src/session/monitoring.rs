@@ -1,0 +1,110 @@
+//! The session's periodic work for the path monitor and the schedulers, done at most every
+//! 100 ms from `poll_transmit` (no timer of its own: it rides on the traffic and keepalives
+//! that wake the session anyway):
+//!
+//! * the traffic classes' measured rates go to the schedulers (`Scheduler::on_classes`);
+//! * a packet pair is asked for on every path that is not saturated and whose last pair is
+//!   old (`Monitor::maybe_request_pair`);
+//! * every 500 ms path admission runs (`scheduler::admission`) and moves paths between active
+//!   and standby, no path more often than every 2 s.
+
+use super::Session;
+use crate::path::PathState;
+use crate::scheduler::admission::{self, Candidate};
+use crate::scheduler::ClassView;
+use crate::time::Timestamp;
+use crate::wire::PathStatusKind;
+use std::time::Duration;
+
+/// How often the periodic work runs.
+const HOUSEKEEPING: Duration = Duration::from_millis(100);
+/// How often path admission runs.
+const ADMISSION: Duration = Duration::from_millis(500);
+
+impl Session {
+    /// Runs the periodic work if it is due.
+    pub(super) fn housekeeping(&mut self, now: Timestamp) {
+        if now < self.next_housekeeping {
+            return;
+        }
+        self.next_housekeeping = now + HOUSEKEEPING;
+        let classes = self.class_views(now);
+        if !classes.is_empty() {
+            self.scheduler.on_classes(now, &classes);
+            for (_, s) in &mut self.class_schedulers {
+                s.on_classes(now, &classes);
+            }
+        }
+        for p in self.paths.iter_mut().filter(|p| p.state == PathState::Active) {
+            let capacity = p.capacity(now);
+            p.monitor.maybe_request_pair(now, capacity, p.mtu);
+        }
+        if self.config.path_admission && now >= self.next_admission {
+            self.next_admission = now + ADMISSION;
+            self.run_admission(now);
+        }
+    }
+
+    /// Every traffic class with its measured rate: datagram classes by what they offered,
+    /// stream classes as elastic.
+    pub(super) fn class_views(&mut self, now: Timestamp) -> Vec<ClassView> {
+        let mut out: Vec<ClassView> = self
+            .datagrams
+            .class_rates(now)
+            .into_iter()
+            .map(|(class, rate, peak_rate)| {
+                let c = self.config.class(class);
+                ClassView { class, priority: c.priority, rate, peak_rate, deadline: c.deadline }
+            })
+            .collect();
+        for class in self.streams.sending_classes() {
+            if !out.iter().any(|c| c.class == class) {
+                let c = self.config.class(class);
+                out.push(ClassView {
+                    class,
+                    priority: c.priority,
+                    rate: f64::INFINITY,
+                    peak_rate: f64::INFINITY,
+                    deadline: None,
+                });
+            }
+        }
+        out
+    }
+
+    fn run_admission(&mut self, now: Timestamp) {
+        let candidates: Vec<Candidate> = self
+            .paths
+            .iter()
+            .filter(|p| p.is_usable() && p.status() == PathStatusKind::Active)
+            .map(|p| Candidate {
+                id: p.id,
+                rate: p.capacity(now),
+                loss: if p.admitted { p.monitor.impairment_loss } else { p.monitor.recent_impairment },
+                rtt: p.rtt.smoothed(),
+                samples: p.monitor.impairment_outcomes,
+                admitted: p.admitted,
+            })
+            .collect();
+        if candidates.is_empty() {
+            return;
+        }
+        let keep = admission::admit(&candidates, self.mtu() as f64);
+        for c in &candidates {
+            let want = keep.contains(&c.id);
+            let Some(p) = self.paths.iter_mut().find(|p| p.id == c.id) else { continue };
+            if want != p.admitted && now >= p.admission_changed + admission::HOLD {
+                tracing::debug!(
+                    session = self.local_id,
+                    path = p.id,
+                    admitted = want,
+                    loss = c.loss,
+                    rate = c.rate,
+                    "path admission"
+                );
+                p.admitted = want;
+                p.admission_changed = now;
+            }
+        }
+    }
+}

@@ -1,0 +1,149 @@
+//! Recovery and restore times of one transfer, and their median over repeats.
+//!
+//! Three figures per transfer with link events (definitions in [`crate::metrics`]):
+//! - `recovery`: after each cut, per-100 ms goodput stays ≥ 90% of the surviving capacity
+//!   (the definition; the worst cut counts);
+//! - `recovery_avg`: the same on a centred 0.5 s average of the samples between the event and
+//!   the next one, which does not penalise a receiver that delivers in bursts larger than
+//!   100 ms worth of data;
+//! - `restore`: after each restore, that 0.5 s average stays ≥ 90% of the full capacity.
+
+use serde::Serialize;
+
+use crate::iperf::Sample;
+use crate::metrics::{centred_average, median_index, time_to_target, AVERAGE_HALF_WINDOW, RECOVERED_SHARE};
+use crate::transfer::{Action, AppliedEvent};
+
+/// How long a target took.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Timing {
+    /// Reached after this many milliseconds.
+    Ms(f64),
+    /// Not reached before the next event or the end of the test.
+    NotReached,
+}
+
+impl Timing {
+    fn sort_key(self) -> f64 {
+        match self {
+            Timing::Ms(ms) => ms,
+            Timing::NotReached => f64::INFINITY,
+        }
+    }
+
+    /// Milliseconds, if reached.
+    pub fn ms(self) -> Option<f64> {
+        match self {
+            Timing::Ms(ms) => Some(ms),
+            Timing::NotReached => None,
+        }
+    }
+}
+
+/// The figures of one transfer; `None` where the transfer had no such event.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct RunTimes {
+    /// Worst cut, per-100 ms rule.
+    pub recovery: Option<Timing>,
+    /// Worst cut, 0.5 s average.
+    pub recovery_avg: Option<Timing>,
+    /// Worst restore, 0.5 s average.
+    pub restore: Option<Timing>,
+}
+
+/// Computes the figures of one transfer. `capacity[i]` is link i+1's uncut capacity.
+pub fn run_times(series: &[Sample], events: &[AppliedEvent], capacity: &[f64]) -> RunTimes {
+    let Some(end) = series.last().map(|s| s.end) else {
+        return RunTimes::default();
+    };
+    let mut up = vec![true; capacity.len()];
+    let (mut cuts, mut cuts_avg, mut restores) = (Vec::new(), Vec::new(), Vec::new());
+    for (k, e) in events.iter().enumerate() {
+        if let Some(slot) = up.get_mut(e.link.wrapping_sub(1)) {
+            *slot = e.action == Action::Restore;
+        }
+        let until = events.get(k + 1).map(|n| n.at_s).unwrap_or(end);
+        let surviving: f64 = capacity.iter().zip(&up).filter(|(_, &u)| u).map(|(c, _)| c).sum();
+        if surviving <= 0.0 {
+            continue;
+        }
+        let target = RECOVERED_SHARE * surviving;
+        let timing = |smooth: bool| {
+            let window: Vec<Sample> = series
+                .iter()
+                .copied()
+                .filter(|s| s.start + 1e-6 >= e.at_s && s.end <= until + 1e-6)
+                .collect();
+            let window = if smooth { centred_average(&window, AVERAGE_HALF_WINDOW) } else { window };
+            match time_to_target(&window, e.at_s, until, target) {
+                Some(secs) => Timing::Ms(secs * 1e3),
+                None => Timing::NotReached,
+            }
+        };
+        match e.action {
+            Action::Cut => {
+                cuts.push(timing(false));
+                cuts_avg.push(timing(true));
+            }
+            Action::Restore => restores.push(timing(true)),
+        }
+    }
+    RunTimes { recovery: worst(&cuts), recovery_avg: worst(&cuts_avg), restore: worst(&restores) }
+}
+
+fn worst(v: &[Timing]) -> Option<Timing> {
+    v.iter().copied().max_by(|a, b| a.sort_key().total_cmp(&b.sort_key()))
+}
+
+/// Median over repeats ("not reached" sorts last); `None` when no run had the event.
+pub fn median(v: &[Option<Timing>]) -> Option<Timing> {
+    let present: Vec<Timing> = v.iter().flatten().copied().collect();
+    let keys: Vec<f64> = present.iter().map(|t| t.sort_key()).collect();
+    median_index(&keys).map(|i| present[i])
+}
+
+/// `1.98 s` / `not reached`, for notes.
+pub fn describe(t: Option<Timing>) -> String {
+    match t {
+        Some(Timing::Ms(ms)) => format!("{:.2} s", ms / 1e3),
+        Some(Timing::NotReached) => "not reached".into(),
+        None => "—".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flat(values: &[f64]) -> Vec<Sample> {
+        values
+            .iter()
+            .enumerate()
+            .map(|(i, &bps)| Sample { start: i as f64 * 0.1, end: (i + 1) as f64 * 0.1, bps })
+            .collect()
+    }
+
+    #[test]
+    fn bursty_survivor_recovers_only_on_the_average() {
+        // Survivor capacity 5: the receiver alternates 6.5 and 3.5 (mean 5) after the cut.
+        let mut v = vec![20.0; 10];
+        v.extend([6.5, 3.5].repeat(15));
+        let ev = [AppliedEvent { link: 1, action: Action::Cut, planned_s: 1.0, at_s: 1.0 }];
+        let t = run_times(&flat(&v), &ev, &[15.0, 5.0]);
+        assert_eq!(t.recovery, Some(Timing::NotReached));
+        assert!(matches!(t.recovery_avg, Some(Timing::Ms(ms)) if ms < 600.0));
+        assert_eq!(t.restore, None);
+    }
+
+    #[test]
+    fn medians_sort_not_reached_last() {
+        let a = Some(Timing::Ms(900.0));
+        let b = Some(Timing::NotReached);
+        let c = Some(Timing::Ms(1200.0));
+        assert_eq!(median(&[a, b, c]), c);
+        assert_eq!(median(&[b, b, a]), b);
+        assert_eq!(median(&[None, None]), None);
+        assert_eq!(describe(c), "1.20 s");
+    }
+}
