@@ -50,4 +50,5 @@ print(f"{'':28} {'Gbit/s':>8} {'CPU-s per GB':>13}")
 print(f"{'plain TCP over loopback':28} {tcp_bps/1e9:8.2f} {tcp_cpu/tcp_gb:13.2f}   (iperf3 sender+receiver)")
 print(f"{'braid, 1 stream, '+paths+' paths':28} {br_bps/1e9:8.2f} {br_cpu/br_gb:13.2f}   (braid client+server; iperf3 not counted)")
 print(f"ratio braid / TCP: {br_bps/tcp_bps:.3f}")
+print(f"braid CPU: client {float(c1)-float(c0):.2f} s, server {float(s1)-float(s0):.2f} s over {secs:.0f} s")
 PY

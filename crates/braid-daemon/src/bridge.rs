@@ -99,6 +99,11 @@ impl StreamReader {
         self.rx.recv().await
     }
 
+    /// The next thing from the peer if one is queued already.
+    pub fn try_recv(&mut self) -> Option<Inbound> {
+        self.rx.try_recv().ok()
+    }
+
     /// Gives `n` bytes of read budget back after writing them on.
     pub fn consumed(&self, n: usize) {
         self.read_budget.add_permits(n);

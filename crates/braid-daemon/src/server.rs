@@ -94,14 +94,13 @@ async fn endpoint_loop(
     board: StatusBoard,
 ) {
     let epoch = Instant::now();
-    let (rx_tx, mut rx) = mpsc::channel(1024);
-    let receiver = tokio::spawn(link.clone().receive_into(rx_tx));
+    let mut receiver = crate::udp::Receiver::new(&link);
     let (ended_tx, mut ended_rx) = mpsc::unbounded_channel::<u32>();
     let mut sessions: HashMap<u32, Live> = HashMap::new();
     let policy = Arc::new(settings.egress.clone());
     loop {
         tokio::select! {
-            batch = rx.recv() => {
+            batch = receiver.next(&link) => {
                 let Some(batch) = batch else { break };
                 let now = Timestamp::from_duration(epoch.elapsed());
                 let mut routed: HashMap<u32, Vec<Incoming>> = HashMap::new();
@@ -149,5 +148,4 @@ async fn endpoint_loop(
             }
         }
     }
-    receiver.abort();
 }

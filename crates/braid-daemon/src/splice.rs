@@ -9,6 +9,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 const TCP_READ: usize = 64 * 1024;
+/// Stream bytes gathered into one TCP write at most.
+const TCP_WRITE: usize = 256 * 1024;
 
 /// Reads the server's reply at the start of a stream; returns it and any bytes after it.
 pub async fn read_reply(reader: &mut StreamReader) -> Result<(Status, Bytes), String> {
@@ -34,15 +36,18 @@ pub async fn splice(tcp: TcpStream, first: Bytes, mut reader: StreamReader, writ
     let _ = tcp.set_nodelay(true);
     let (mut r, mut w) = tcp.into_split();
     let up = async {
+        // One allocation reused while the chunks handed out from it are gone (BytesMut
+        // reclaims its buffer on reserve), instead of a fresh 64 kB per read.
+        let mut buf = BytesMut::with_capacity(4 * TCP_READ);
         loop {
-            let mut buf = BytesMut::with_capacity(TCP_READ);
+            buf.reserve(TCP_READ);
             match r.read_buf(&mut buf).await {
                 Ok(0) => {
                     let _ = writer.finish().await;
                     return true;
                 }
                 Ok(_) => {
-                    if writer.write(buf.freeze()).await.is_err() {
+                    if writer.write(buf.split().freeze()).await.is_err() {
                         return false;
                     }
                 }
@@ -57,20 +62,36 @@ pub async fn splice(tcp: TcpStream, first: Bytes, mut reader: StreamReader, writ
         if !first.is_empty() && w.write_all(&first).await.is_err() {
             return false;
         }
+        // Chunks arrive packet by packet: gather what is queued into one write.
+        let mut out: Vec<u8> = Vec::with_capacity(TCP_WRITE);
+        let mut end = None;
         while let Some(m) = reader.recv().await {
-            match m {
-                Inbound::Data(b) => {
-                    let n = b.len();
-                    if w.write_all(&b).await.is_err() {
-                        return false;
+            let mut next = Some(m);
+            while let Some(m) = next.take() {
+                match m {
+                    Inbound::Data(b) => {
+                        out.extend_from_slice(&b);
+                        if out.len() < TCP_WRITE {
+                            next = reader.try_recv();
+                        }
                     }
-                    reader.consumed(n);
+                    other => end = Some(other),
                 }
-                Inbound::Fin => {
+            }
+            if !out.is_empty() {
+                if w.write_all(&out).await.is_err() {
+                    return false;
+                }
+                reader.consumed(out.len());
+                out.clear();
+            }
+            match end.take() {
+                Some(Inbound::Fin) => {
                     let _ = w.shutdown().await;
                     return true;
                 }
-                Inbound::Reset(_) => return false,
+                Some(_) => return false,
+                None => {}
             }
         }
         false

@@ -106,40 +106,58 @@ impl UdpLink {
 
     /// Receives datagrams until the channel closes, handing them over in batches.
     pub async fn receive_into(self, tx: mpsc::Sender<Vec<Incoming>>) {
-        let gro = self.state.gro_segments().max(1);
-        let slot = 65536.min(1500 * gro).max(2048);
-        let mut bufs = vec![vec![0u8; slot]; RECV_SLOTS];
-        let mut metas = vec![RecvMeta::default(); RECV_SLOTS];
+        let mut rx = Receiver::new(&self);
         loop {
-            if self.socket.readable().await.is_err() {
+            let Some(batch) = rx.next(&self).await else { return };
+            if tx.send(batch).await.is_err() {
                 return;
             }
-            self.drain_errors();
-            let mut iovs: Vec<IoSliceMut<'_>> = bufs.iter_mut().map(|b| IoSliceMut::new(b)).collect();
-            let n = match self.socket.try_io(Interest::READABLE, || {
-                self.state.recv(UdpSockRef::from(&*self.socket), &mut iovs, &mut metas)
+        }
+    }
+}
+
+/// Batched receiving from one socket (recvmmsg, GRO), with reusable buffers.
+pub struct Receiver {
+    bufs: Vec<Vec<u8>>,
+    metas: Vec<RecvMeta>,
+}
+
+impl Receiver {
+    /// Buffers for `link`.
+    pub fn new(link: &UdpLink) -> Self {
+        let gro = link.state.gro_segments().max(1);
+        let slot = 65536.min(1500 * gro).max(2048);
+        Receiver { bufs: vec![vec![0u8; slot]; RECV_SLOTS], metas: vec![RecvMeta::default(); RECV_SLOTS] }
+    }
+
+    /// The next batch of datagrams (None when the socket failed for good).
+    pub async fn next(&mut self, link: &UdpLink) -> Option<Vec<Incoming>> {
+        loop {
+            link.socket.readable().await.ok()?;
+            link.drain_errors();
+            let mut iovs: Vec<IoSliceMut<'_>> = self.bufs.iter_mut().map(|b| IoSliceMut::new(b)).collect();
+            let n = match link.socket.try_io(Interest::READABLE, || {
+                link.state.recv(UdpSockRef::from(&*link.socket), &mut iovs, &mut self.metas)
             }) {
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
                 Err(e) => {
                     // ICMP errors surface here as ECONNREFUSED and the like: note and go on.
-                    tracing::debug!(local = %self.local, error = %e, "receive error");
-                    self.drain_errors();
+                    tracing::debug!(local = %link.local, error = %e, "receive error");
+                    link.drain_errors();
                     continue;
                 }
             };
             drop(iovs);
             let mut batch = Vec::with_capacity(n);
-            for (meta, buf) in metas.iter().zip(&bufs).take(n) {
+            for (meta, buf) in self.metas.iter().zip(&self.bufs).take(n) {
                 let stride = meta.stride.max(1);
-                let local = meta.dst_ip.map(|ip| SocketAddr::new(ip, self.local.port()));
+                let local = meta.dst_ip.map(|ip| SocketAddr::new(ip, link.local.port()));
                 for chunk in buf[..meta.len].chunks(stride) {
                     batch.push(Incoming { data: BytesMut::from(chunk), from: meta.addr, local });
                 }
             }
-            if tx.send(batch).await.is_err() {
-                return;
-            }
+            return Some(batch);
         }
     }
 }

@@ -36,6 +36,8 @@ enum Command {
     Pubkey,
     /// Run the deterministic simulator: one bulk stream over emulated links, in virtual time.
     Sim(sim::SimArgs),
+    /// Namespaces and emulated links: braid side by side with kernel MPTCP and single links (root).
+    Lab(braid_lab::LabArgs),
 }
 
 fn init_logging(filter: Option<&str>, default: &str) {
@@ -54,9 +56,16 @@ fn init_logging(filter: Option<&str>, default: &str) {
         .try_init();
 }
 
+/// The tokio runtime: `BRAID_THREADS` worker threads (default: one per core, 2 to 8); 1 runs
+/// everything on the calling thread.
 fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(2, 8);
-    tokio::runtime::Builder::new_multi_thread().worker_threads(workers).enable_all().build()
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(2, 8);
+    let workers = std::env::var("BRAID_THREADS").ok().and_then(|v| v.parse().ok()).unwrap_or(cores);
+    if workers <= 1 {
+        tokio::runtime::Builder::new_current_thread().enable_all().build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread().worker_threads(workers).enable_all().build()
+    }
 }
 
 fn main() -> ExitCode {
@@ -66,6 +75,13 @@ fn main() -> ExitCode {
             Ok(code) => code,
             Err(e) => {
                 eprintln!("braid sim: {e:#}");
+                ExitCode::from(2)
+            }
+        },
+        Command::Lab(args) => match braid_lab::run(args) {
+            Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+            Err(e) => {
+                eprintln!("braid lab: {e:#}");
                 ExitCode::from(2)
             }
         },
