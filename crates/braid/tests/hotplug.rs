@@ -1,0 +1,268 @@
+//! Interfaces that appear or disappear add or remove paths while a stream goes on — on real
+//! network namespaces (root only; skipped otherwise). Everything created is removed by guards,
+//! also when the test fails.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BRAID: &str = env!("CARGO_BIN_EXE_braid");
+const TOTAL: usize = 40 << 20;
+
+fn sh(args: &[&str]) -> bool {
+    Command::new(args[0])
+        .args(&args[1..])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn must(args: &[&str]) {
+    assert!(sh(args), "command failed: {}", args.join(" "));
+}
+
+/// Namespaces and processes, removed on drop.
+struct Lab {
+    client: String,
+    server: String,
+    procs: Vec<Child>,
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for p in &mut self.procs {
+            let _ = p.kill();
+            let _ = p.wait();
+        }
+        sh(&["ip", "netns", "del", &self.client]);
+        sh(&["ip", "netns", "del", &self.server]);
+    }
+}
+
+/// Runs `f` on a thread inside network namespace `ns`.
+fn in_netns<T: Send + 'static>(
+    ns: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> std::thread::JoinHandle<T> {
+    let path = format!("/var/run/netns/{ns}");
+    std::thread::spawn(move || {
+        let fd = File::open(&path).expect("namespace file");
+        // SAFETY: setns on the current thread with a valid namespace descriptor.
+        let r = unsafe { libc::setns(fd.as_raw_fd(), libc::CLONE_NEWNET) };
+        assert_eq!(r, 0, "setns failed");
+        f()
+    })
+}
+
+fn status(ns: &str) -> serde_json::Value {
+    in_netns(ns, || {
+        let Ok(mut s) =
+            TcpStream::connect_timeout(&"127.0.0.1:7590".parse().unwrap(), Duration::from_secs(1))
+        else {
+            return serde_json::Value::Null;
+        };
+        let _ = s.write_all(b"GET /status HTTP/1.0\r\n\r\n");
+        let mut body = String::new();
+        let _ = s.read_to_string(&mut body);
+        body.split_once("\r\n\r\n")
+            .and_then(|(_, b)| serde_json::from_str(b).ok())
+            .unwrap_or(serde_json::Value::Null)
+    })
+    .join()
+    .unwrap()
+}
+
+/// Active paths and their link labels.
+fn paths(ns: &str) -> Vec<(String, String)> {
+    let st = status(ns);
+    st["sessions"][0]["paths"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|p| {
+                    (
+                        p["link"].as_str().unwrap_or("").to_string(),
+                        p["state"].as_str().unwrap_or("").to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    let end = Instant::now() + timeout;
+    while Instant::now() < end {
+        if f() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    panic!("timed out waiting for {what}");
+}
+
+fn add_link(c: &str, s: &str, i: u8) {
+    let (cd, sd) = (format!("hpc{i}"), format!("hps{i}"));
+    must(&["ip", "link", "add", &cd, "netns", c, "type", "veth", "peer", "name", &sd, "netns", s]);
+    must(&["ip", "-n", c, "addr", "add", &format!("10.77.{i}.1/24"), "dev", &cd]);
+    must(&["ip", "-n", s, "addr", "add", &format!("10.77.{i}.2/24"), "dev", &sd]);
+    must(&["ip", "-n", c, "link", "set", &cd, "up"]);
+    must(&["ip", "-n", s, "link", "set", &sd, "up"]);
+    // 40 Mbit/s towards the client, so that the transfer outlives the interface changes.
+    must(&[
+        "tc", "-n", s, "qdisc", "add", "dev", &sd, "root", "tbf", "rate", "40mbit", "burst", "64kb",
+        "latency", "100ms",
+    ]);
+    // The server's service address is reachable over every link.
+    must(&[
+        "ip",
+        "-n",
+        c,
+        "route",
+        "add",
+        "10.77.99.1/32",
+        "via",
+        &format!("10.77.{i}.2"),
+        "dev",
+        &cd,
+        "metric",
+        &i.to_string(),
+    ]);
+}
+
+#[test]
+fn paths_follow_interfaces_while_a_stream_goes_on() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || !sh(&["ip", "-V"]) {
+        eprintln!("skipped: needs root and iproute2");
+        return;
+    }
+    let id = std::process::id();
+    let mut lab =
+        Lab { client: format!("braidhp-{id}-c"), server: format!("braidhp-{id}-s"), procs: Vec::new() };
+    let (c, s) = (lab.client.clone(), lab.server.clone());
+    must(&["ip", "netns", "add", &c]);
+    must(&["ip", "netns", "add", &s]);
+    must(&["ip", "-n", &c, "link", "set", "lo", "up"]);
+    must(&["ip", "-n", &s, "link", "set", "lo", "up"]);
+    must(&["ip", "-n", &s, "addr", "add", "10.77.99.1/32", "dev", "lo"]);
+    add_link(&c, &s, 1);
+    let dir = std::env::temp_dir().join(format!("braidhp-{id}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let key = |name: &str| {
+        let out = Command::new(BRAID).arg("genkey").output().unwrap();
+        let p = dir.join(name);
+        std::fs::write(&p, &out.stdout).unwrap();
+        let mut child =
+            Command::new(BRAID).arg("pubkey").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+        child.stdin.take().unwrap().write_all(&out.stdout).unwrap();
+        (p, String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap().trim().to_string())
+    };
+    let (skey, spub) = key("s.key");
+    let (ckey, cpub) = key("c.key");
+    // A source in the server namespace: 40 MB, several seconds at the links' 40 Mbit/s.
+    let source = in_netns(&s, || {
+        let l = TcpListener::bind("10.77.99.1:5591").unwrap();
+        let (mut conn, _) = l.accept().unwrap();
+        let chunk = vec![0x5a_u8; 64 * 1024];
+        let mut sent = 0usize;
+        while sent < TOTAL {
+            if conn.write_all(&chunk).is_err() {
+                return sent;
+            }
+            sent += chunk.len();
+        }
+        sent
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    lab.procs.push(
+        Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &s,
+                BRAID,
+                "--log",
+                "warn",
+                "server",
+                "--listen",
+                "0.0.0.0:7591",
+                "--key",
+            ])
+            .arg(&skey)
+            .args(["--client", &cpub, "--allow-private"])
+            .spawn()
+            .unwrap(),
+    );
+    lab.procs.push(
+        Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &c,
+                BRAID,
+                "--log",
+                "warn",
+                "client",
+                "--server",
+                "10.77.99.1:7591",
+                "--server-key",
+                &spub,
+                "--key",
+            ])
+            .arg(&ckey)
+            .args([
+                "--link",
+                "auto",
+                "--forward",
+                "127.0.0.1:5590=10.77.99.1:5591",
+                "--status",
+                "127.0.0.1:7590",
+            ])
+            .spawn()
+            .unwrap(),
+    );
+    wait_for("the first path", Duration::from_secs(10), || {
+        paths(&c).iter().any(|(l, st)| l == "hpc1" && st == "active")
+    });
+    let progress = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = progress.clone();
+    let reader = in_netns(&c, move || {
+        let mut conn = TcpStream::connect("127.0.0.1:5590").unwrap();
+        let mut buf = vec![0u8; 256 * 1024];
+        let mut got = 0usize;
+        let mut bad = false;
+        loop {
+            match conn.read(&mut buf) {
+                Ok(0) | Err(_) => return (got, bad),
+                Ok(n) => {
+                    bad |= buf[..n].iter().any(|b| *b != 0x5a);
+                    got += n;
+                    seen.store(got, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+        }
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    add_link(&c, &s, 2);
+    wait_for("a path over the new interface", Duration::from_secs(10), || {
+        paths(&c).iter().any(|(l, st)| l == "hpc2" && st == "active")
+    });
+    let before = progress.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(before < TOTAL, "the transfer finished before the interface went; nothing was tested");
+    must(&["ip", "-n", &c, "link", "del", "hpc1"]);
+    wait_for("the path over the removed interface to go", Duration::from_secs(10), || {
+        !paths(&c).iter().any(|(l, _)| l == "hpc1")
+    });
+    let sent = source.join().unwrap();
+    let (got, bad) = reader.join().unwrap();
+    assert_eq!(sent, TOTAL);
+    assert_eq!(got, sent, "the stream lost bytes while its paths changed");
+    assert!(!bad, "the stream was corrupted");
+    drop(lab);
+    let _ = std::fs::remove_dir_all(&dir);
+}
