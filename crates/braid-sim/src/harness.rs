@@ -362,6 +362,7 @@ fn build_report(
                 impairment_loss_pct: client_path.as_ref().map_or(0.0, |p| p.impairment_loss * 100.0),
                 random_losses: client_path.as_ref().map_or(0, |p| p.random_losses),
                 congestion_losses: client_path.as_ref().map_or(0, |p| p.congestion_losses),
+                blackouts: client_path.as_ref().map_or(0, |p| p.stats.blackouts),
                 link: cfg.links[i].to_string(),
                 goodput_bps: server_path
                     .as_ref()

@@ -69,7 +69,7 @@ pub struct SimArgs {
     /// Static weights for wrr, one per link in link order (e.g. 4,2,1); `auto` or omitted
     /// links are weighted from their measured capacity.
     #[arg(long, value_name = "W,W,...", value_parser = parse_weights)]
-    weights: Option<Vec<Option<u32>>>,
+    weights: Option<Weights>,
     /// Mark link I's path as backup (repeat for more): used by `backup` only when the others
     /// are down or saturated, by the other schedulers only when nothing else is usable.
     #[arg(long = "backup", value_name = "I")]
@@ -99,7 +99,11 @@ fn parse_scheduler(s: &str) -> Result<Kind, String> {
     s.parse()
 }
 
-fn parse_weights(s: &str) -> Result<Vec<Option<u32>>, String> {
+/// Per-link static weights (None: automatic).
+#[derive(Debug, Clone)]
+pub struct Weights(Vec<Option<u32>>);
+
+fn parse_weights(s: &str) -> Result<Weights, String> {
     s.split(',')
         .map(|w| match w.trim() {
             "auto" | "" => Ok(None),
@@ -108,7 +112,8 @@ fn parse_weights(s: &str) -> Result<Vec<Option<u32>>, String> {
                 _ => Err(format!("weight '{w}' must be a positive whole number or auto")),
             },
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()
+        .map(Weights)
 }
 
 fn parse_class_scheduler(s: &str) -> Result<(u8, Kind), String> {
@@ -181,8 +186,8 @@ pub fn config(args: &SimArgs) -> anyhow::Result<SimConfig> {
         }
     }
     if let Some(w) = &args.weights {
-        if w.len() > links.len() {
-            bail!("--weights gives {} weights for {} links", w.len(), links.len());
+        if w.0.len() > links.len() {
+            bail!("--weights gives {} weights for {} links", w.0.len(), links.len());
         }
     }
     let mut session = SessionConfig {
@@ -208,7 +213,7 @@ pub fn config(args: &SimArgs) -> anyhow::Result<SimConfig> {
         bulk_bytes: args.bytes,
         flows,
         trace: args.trace,
-        weights: args.weights.clone().unwrap_or_default(),
+        weights: args.weights.clone().map(|w| w.0).unwrap_or_default(),
         backup: args.backup.clone(),
         warmup: args.warmup.unwrap_or(base.warmup),
         ..base
