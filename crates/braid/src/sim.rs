@@ -78,6 +78,10 @@ pub struct SimArgs {
     /// number their classes 0, 1, 2… base layer first).
     #[arg(long = "class-scheduler", value_name = "C=SCHEDULER", value_parser = parse_class_scheduler)]
     class_schedulers: Vec<(u8, Kind)>,
+    /// Switch schedulers live at time T: T=SCHEDULER for the session, T=C=SCHEDULER for class
+    /// C (repeatable), e.g. 10s=edpf.
+    #[arg(long = "switch", value_name = "T=[C=]SCHEDULER", value_parser = parse_switch)]
+    switches: Vec<(Duration, Option<u8>, Kind)>,
     /// Leave this much of the start out of the steady-state figures (default: a fifth of the
     /// run, at most 5 s).
     #[arg(long, value_parser = parse_duration)]
@@ -121,6 +125,19 @@ fn parse_class_scheduler(s: &str) -> Result<(u8, Kind), String> {
         s.split_once('=').ok_or_else(|| format!("'{s}': expected CLASS=SCHEDULER, e.g. 0=redundant"))?;
     let class = c.trim().parse::<u8>().map_err(|_| format!("'{c}' is not a class number (0-255)"))?;
     Ok((class, k.trim().parse()?))
+}
+
+fn parse_switch(s: &str) -> Result<(Duration, Option<u8>, Kind), String> {
+    let (t, rest) =
+        s.split_once('=').ok_or_else(|| format!("'{s}': expected T=SCHEDULER or T=C=SCHEDULER"))?;
+    let at = parse_duration(t)?;
+    match rest.split_once('=') {
+        Some((c, k)) => {
+            let class = c.trim().parse::<u8>().map_err(|_| format!("'{c}' is not a class number (0-255)"))?;
+            Ok((at, Some(class), k.trim().parse()?))
+        }
+        None => Ok((at, None, rest.trim().parse()?)),
+    }
 }
 
 fn parse_cc(s: &str) -> Result<Algorithm, String> {
@@ -216,6 +233,7 @@ pub fn config(args: &SimArgs) -> anyhow::Result<SimConfig> {
         weights: args.weights.clone().map(|w| w.0).unwrap_or_default(),
         backup: args.backup.clone(),
         warmup: args.warmup.unwrap_or(base.warmup),
+        switches: args.switches.clone(),
         ..base
     })
 }
