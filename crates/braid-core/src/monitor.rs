@@ -33,8 +33,8 @@ const RATE_WINDOW: Duration = Duration::from_secs(2);
 const PAIR_MIN_INTERVAL: Duration = Duration::from_secs(2);
 /// …and no more often than keeps its cost under this share of the path's capacity.
 const PAIR_MAX_SHARE: f64 = 0.02;
-/// A packet pair counts as current for this long.
-const PAIR_FRESH: Duration = Duration::from_secs(10);
+/// A pair whose timing has not come back after this long is abandoned.
+const PAIR_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A path's state as the monitor reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -185,21 +185,23 @@ impl Monitor {
     ///
     /// * Saturated within the last 2 s: the largest saturated delivery rate (or the model's
     ///   estimate, if larger).
-    /// * Not saturated (application-limited, or held back by the scheduler): its delivery rate
-    ///   only bounds the capacity from below, so the largest of that, the model and a packet
-    ///   pair of the last 10 s; an older pair if that is all there is.
+    /// * Not saturated (application-limited, or held back by the scheduler): the latest packet
+    ///   pair, repeated while the path stays unsaturated ([`Monitor::maybe_request_pair`]) — a
+    ///   direct measurement, where an application-limited delivery rate only bounds the
+    ///   capacity from below and a controller's model may carry an inflated sample; without a
+    ///   pair, the larger of those two.
     pub fn capacity(&self, now: Timestamp, model: Option<f64>, fallback: f64) -> f64 {
         let model = model.unwrap_or(0.0);
         if let Some(s) = window_value(&self.saturated_max, now) {
             return s.max(model);
         }
-        let pair = self.packet_pair.filter(|(_, at)| now < *at + PAIR_FRESH).map_or(0.0, |(r, _)| r);
+        if let Some((pair, _)) = self.packet_pair {
+            return pair;
+        }
         let recent = window_value(&self.recent_max, now).unwrap_or(0.0);
-        let c = pair.max(recent).max(model);
+        let c = recent.max(model);
         if c > 0.0 {
             c
-        } else if let Some((r, _)) = self.packet_pair {
-            r
         } else {
             fallback
         }
@@ -220,11 +222,20 @@ impl Monitor {
     /// Asks for a packet pair when one is due: the path is not saturated and the last pair is
     /// older than max(2 s, the interval that keeps pairs under 2% of its capacity).
     pub fn maybe_request_pair(&mut self, now: Timestamp, capacity: f64, mtu: usize) {
+        if self.pair.is_some() && self.pair_sent.is_some_and(|t| now >= t + PAIR_TIMEOUT) {
+            // A probe's timing never came back (an ACK that covered it with a later packet).
+            self.pair = None;
+        }
         if self.pair.is_some() || self.pair_due > 0 || self.saturated(now) {
             return;
         }
+        // Until a first pair succeeded (a probe can be lost), retry at the shortest interval.
         let cost = Duration::from_secs_f64(2.0 * mtu as f64 / (PAIR_MAX_SHARE * capacity.max(1.0)));
-        let interval = PAIR_MIN_INTERVAL.max(cost).min(Duration::from_secs(600));
+        let interval = if self.packet_pair.is_none() {
+            PAIR_MIN_INTERVAL
+        } else {
+            PAIR_MIN_INTERVAL.max(cost).min(Duration::from_secs(600))
+        };
         if self.pair_sent.is_none_or(|t| now >= t + interval) {
             self.pair_due = 2;
         }
@@ -244,9 +255,11 @@ impl Monitor {
         self.pair_sent = Some(now);
     }
 
-    /// An ACK whose largest packet number is `largest` arrived at `now` and says the peer held
-    /// it for `ack_delay`. Completes a packet-pair sample when both probes are placed.
-    pub fn on_ack_for_pair(&mut self, now: Timestamp, largest: u64, ack_delay: Duration, acked: &[u64]) {
+    /// An ACK frame whose largest packet number is `largest` arrived at `now` and says the
+    /// peer held it for `ack_delay`: if that is a probe of the pair, its arrival at the peer is
+    /// placed on our clock (shifted by the return trip, the same for both probes when the peer
+    /// reports them in one packet). Completes a sample when both are placed.
+    pub fn on_ack_for_pair(&mut self, now: Timestamp, largest: u64, ack_delay: Duration) {
         let Some(p) = self.pair.as_mut() else { return };
         if p.pns[0] == p.pns[1] {
             return; // second probe not sent yet
@@ -254,10 +267,6 @@ impl Monitor {
         for (i, pn) in p.pns.iter().enumerate() {
             if largest == *pn {
                 p.received[i] = Some(now - ack_delay);
-            } else if acked.contains(pn) && p.received[i].is_none() {
-                // Acknowledged together with a later packet: its arrival time is unknown.
-                self.pair = None;
-                return;
             }
         }
         if let [Some(a), Some(b)] = p.received {
@@ -368,17 +377,19 @@ mod tests {
         m.on_pair_sent(ms(0), 7, 1452);
         m.on_pair_sent(ms(0), 8, 1452);
         // The peer received them 1.452 ms apart (1 MB/s) and acked each at once.
-        m.on_ack_for_pair(ms(30), 7, Duration::ZERO, &[7]);
-        m.on_ack_for_pair(Timestamp::from_nanos(31_452_000 + 100_000), 8, Duration::from_micros(100), &[8]);
+        m.on_ack_for_pair(ms(30), 7, Duration::ZERO);
+        m.on_ack_for_pair(Timestamp::from_nanos(31_452_000 + 100_000), 8, Duration::from_micros(100));
         let (r, _) = m.packet_pair.unwrap();
         assert!((r - 1e6).abs() < 1e3, "{r}");
         assert!(m.pair.is_none());
-        // Both acknowledged by one ACK: no sample.
+        // Reported in one packet: the first probe's frame carries its longer delay.
         m.request_pair();
         m.on_pair_sent(ms(100), 9, 1452);
         m.on_pair_sent(ms(100), 10, 1452);
-        m.on_ack_for_pair(ms(130), 10, Duration::ZERO, &[9, 10]);
-        assert!(m.pair.is_none());
+        m.on_ack_for_pair(ms(130), 10, Duration::ZERO);
+        m.on_ack_for_pair(ms(130), 9, Duration::from_micros(2904));
+        let (r, _) = m.packet_pair.unwrap();
+        assert!((r - 5e5).abs() < 1e3, "{r}");
     }
 
     #[test]
@@ -394,9 +405,11 @@ mod tests {
         assert_eq!(m.capacity(ms(40), Some(900.0), 5.0), 900.0);
         // Three seconds later the saturated samples have aged out.
         assert_eq!(m.capacity(ms(3100), None, 5.0), 1000.0);
-        // A pair older than 10 s counts only when nothing else is known.
-        assert_eq!(m.capacity(ms(11_000), Some(300.0), 5.0), 300.0);
-        assert_eq!(m.capacity(ms(11_000), None, 5.0), 1000.0);
+        // Unsaturated: the pair, not application-limited rates or the model.
+        assert_eq!(m.capacity(ms(11_000), Some(300.0), 5.0), 1000.0);
+        assert_eq!(m.capacity(ms(11_000), Some(1300.0), 5.0), 1000.0);
+        m.packet_pair = None;
+        assert_eq!(m.capacity(ms(11_000), Some(1300.0), 5.0), 1300.0);
         m.maybe_request_pair(ms(3100), 1000.0, 1452);
         assert_eq!(m.pair_due, 2, "a fresh pair is due on an unsaturated path");
     }

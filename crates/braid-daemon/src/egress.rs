@@ -113,17 +113,11 @@ pub fn is_private(ip: IpAddr) -> bool {
 }
 
 /// The policy.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct EgressPolicy {
     allow_private: bool,
     allow: Vec<Rule>,
     deny: Vec<Rule>,
-}
-
-impl Default for EgressPolicy {
-    fn default() -> Self {
-        EgressPolicy { allow_private: false, allow: Vec::new(), deny: Vec::new() }
-    }
 }
 
 impl EgressPolicy {

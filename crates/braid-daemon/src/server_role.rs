@@ -24,13 +24,16 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// A UDP association with no traffic for this long is closed.
 const UDP_IDLE: Duration = Duration::from_secs(120);
 
+/// Where a UDP association's datagrams go: its task at the server.
+type Associations = Arc<Mutex<HashMap<u32, mpsc::Sender<(Target, Bytes)>>>>;
+
 /// The server's role in one session.
 pub struct ServerRole {
     policy: Arc<EgressPolicy>,
     client: ClientPolicy,
     app: mpsc::Sender<AppMsg>,
     open_streams: Arc<AtomicUsize>,
-    udp: Arc<Mutex<HashMap<u32, mpsc::Sender<(Target, Bytes)>>>>,
+    udp: Associations,
 }
 
 impl ServerRole {

@@ -231,7 +231,8 @@ pub fn prometheus(st: &Status) -> String {
         "# HELP braid_sessions Sessions.\n# TYPE braid_sessions gauge\nbraid_sessions {}",
         st.sessions.len()
     );
-    let metrics: [(&str, &str, &str, fn(&PathStatus) -> f64); 9] = [
+    type Metric = (&'static str, &'static str, &'static str, fn(&PathStatus) -> f64);
+    let metrics: [Metric; 9] = [
         ("braid_path_rtt_seconds", "gauge", "Smoothed RTT of a path.", |p| p.rtt_ms / 1e3),
         ("braid_path_cwnd_bytes", "gauge", "Congestion window of a path.", |p| p.cwnd as f64),
         ("braid_path_send_bits_per_second", "gauge", "Sending rate of a path.", |p| p.send_bps),

@@ -5,6 +5,7 @@ use crate::link::LinkSpec;
 use crate::net::{client_addr, link_of, Net, SERVER};
 use crate::report::{CutReport, PathReport, SimReport};
 use crate::workload::{Bulk, Timeline};
+use braid_core::scheduler::Kind;
 use braid_core::{
     ClientConfig, DatagramEvent, Endpoint, ServerConfig, Session, SessionConfig, StaticSecret, Timestamp,
 };
@@ -42,6 +43,9 @@ pub struct SimConfig {
     pub backup: Vec<usize>,
     /// Figures marked "steady" leave out this much of the start (slow start, first estimates).
     pub warmup: Duration,
+    /// Live scheduler changes on the client: at this time, give this traffic class (None: the
+    /// session) this scheduler.
+    pub switches: Vec<(Duration, Option<u8>, Kind)>,
 }
 
 impl SimConfig {
@@ -59,6 +63,7 @@ impl SimConfig {
             weights: Vec::new(),
             backup: Vec::new(),
             warmup: (duration / 5).min(Duration::from_secs(5)),
+            switches: Vec::new(),
         }
     }
 
@@ -135,6 +140,7 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
         }
     }
     let mut whole_run_reorder = 0usize;
+    let mut switched: Vec<(Duration, Option<u8>)> = Vec::new();
     let mut warmed_up = false;
     let mut net = Net::new(cfg.links.clone(), cfg.seed);
     let mut bulk = Bulk::new(cfg.seed, cfg.bulk_bytes);
@@ -162,6 +168,16 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
         if let Some(s) = sides.server.as_mut() {
             if s.poll_timeout().is_some_and(|t| t <= ts(now)) {
                 s.handle_timeout(ts(now));
+            }
+        }
+        // Live scheduler changes due now.
+        for (at, class, kind) in &cfg.switches {
+            if *at <= now && !switched.contains(&(*at, *class)) {
+                switched.push((*at, *class));
+                match class {
+                    None => sides.client.set_scheduler(*kind),
+                    Some(c) => sides.client.set_class_scheduler(*c, Some(*kind)),
+                }
             }
         }
         // Applications, then transmissions, until both sides are quiet.
@@ -236,8 +252,16 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
             break;
         }
         // Next instant something happens.
+        let next_switch = cfg
+            .switches
+            .iter()
+            .map(|(t, c, _)| (*t, *c))
+            .filter(|k| !switched.contains(k))
+            .map(|(t, _)| t)
+            .min();
         let next = [
             net.next_arrival(),
+            next_switch,
             sides.client.poll_timeout().map(|t| t.as_duration()),
             sides.server.as_ref().and_then(|s| s.poll_timeout()).map(|t| t.as_duration()),
         ]
@@ -362,6 +386,7 @@ fn build_report(
                 impairment_loss_pct: client_path.as_ref().map_or(0.0, |p| p.impairment_loss * 100.0),
                 random_losses: client_path.as_ref().map_or(0, |p| p.random_losses),
                 congestion_losses: client_path.as_ref().map_or(0, |p| p.congestion_losses),
+                blackouts: client_path.as_ref().map_or(0, |p| p.stats.blackouts),
                 link: cfg.links[i].to_string(),
                 goodput_bps: server_path
                     .as_ref()

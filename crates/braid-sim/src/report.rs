@@ -39,6 +39,8 @@ pub struct PathReport {
     pub random_losses: u64,
     /// Loss events classed as congestion.
     pub congestion_losses: u64,
+    /// Times the path went suspect (silent).
+    pub blackouts: u64,
 }
 
 /// Recovery after an outage.

@@ -69,7 +69,7 @@ pub struct SimArgs {
     /// Static weights for wrr, one per link in link order (e.g. 4,2,1); `auto` or omitted
     /// links are weighted from their measured capacity.
     #[arg(long, value_name = "W,W,...", value_parser = parse_weights)]
-    weights: Option<Vec<Option<u32>>>,
+    weights: Option<Weights>,
     /// Mark link I's path as backup (repeat for more): used by `backup` only when the others
     /// are down or saturated, by the other schedulers only when nothing else is usable.
     #[arg(long = "backup", value_name = "I")]
@@ -78,6 +78,10 @@ pub struct SimArgs {
     /// number their classes 0, 1, 2… base layer first).
     #[arg(long = "class-scheduler", value_name = "C=SCHEDULER", value_parser = parse_class_scheduler)]
     class_schedulers: Vec<(u8, Kind)>,
+    /// Switch schedulers live at time T: T=SCHEDULER for the session, T=C=SCHEDULER for class
+    /// C (repeatable), e.g. 10s=edpf.
+    #[arg(long = "switch", value_name = "T=[C=]SCHEDULER", value_parser = parse_switch)]
+    switches: Vec<(Duration, Option<u8>, Kind)>,
     /// Leave this much of the start out of the steady-state figures (default: a fifth of the
     /// run, at most 5 s).
     #[arg(long, value_parser = parse_duration)]
@@ -99,7 +103,11 @@ fn parse_scheduler(s: &str) -> Result<Kind, String> {
     s.parse()
 }
 
-fn parse_weights(s: &str) -> Result<Vec<Option<u32>>, String> {
+/// Per-link static weights (None: automatic).
+#[derive(Debug, Clone)]
+pub struct Weights(Vec<Option<u32>>);
+
+fn parse_weights(s: &str) -> Result<Weights, String> {
     s.split(',')
         .map(|w| match w.trim() {
             "auto" | "" => Ok(None),
@@ -108,7 +116,8 @@ fn parse_weights(s: &str) -> Result<Vec<Option<u32>>, String> {
                 _ => Err(format!("weight '{w}' must be a positive whole number or auto")),
             },
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()
+        .map(Weights)
 }
 
 fn parse_class_scheduler(s: &str) -> Result<(u8, Kind), String> {
@@ -116,6 +125,19 @@ fn parse_class_scheduler(s: &str) -> Result<(u8, Kind), String> {
         s.split_once('=').ok_or_else(|| format!("'{s}': expected CLASS=SCHEDULER, e.g. 0=redundant"))?;
     let class = c.trim().parse::<u8>().map_err(|_| format!("'{c}' is not a class number (0-255)"))?;
     Ok((class, k.trim().parse()?))
+}
+
+fn parse_switch(s: &str) -> Result<(Duration, Option<u8>, Kind), String> {
+    let (t, rest) =
+        s.split_once('=').ok_or_else(|| format!("'{s}': expected T=SCHEDULER or T=C=SCHEDULER"))?;
+    let at = parse_duration(t)?;
+    match rest.split_once('=') {
+        Some((c, k)) => {
+            let class = c.trim().parse::<u8>().map_err(|_| format!("'{c}' is not a class number (0-255)"))?;
+            Ok((at, Some(class), k.trim().parse()?))
+        }
+        None => Ok((at, None, rest.trim().parse()?)),
+    }
 }
 
 fn parse_cc(s: &str) -> Result<Algorithm, String> {
@@ -181,8 +203,8 @@ pub fn config(args: &SimArgs) -> anyhow::Result<SimConfig> {
         }
     }
     if let Some(w) = &args.weights {
-        if w.len() > links.len() {
-            bail!("--weights gives {} weights for {} links", w.len(), links.len());
+        if w.0.len() > links.len() {
+            bail!("--weights gives {} weights for {} links", w.0.len(), links.len());
         }
     }
     let mut session = SessionConfig {
@@ -208,9 +230,10 @@ pub fn config(args: &SimArgs) -> anyhow::Result<SimConfig> {
         bulk_bytes: args.bytes,
         flows,
         trace: args.trace,
-        weights: args.weights.clone().unwrap_or_default(),
+        weights: args.weights.clone().map(|w| w.0).unwrap_or_default(),
         backup: args.backup.clone(),
         warmup: args.warmup.unwrap_or(base.warmup),
+        switches: args.switches.clone(),
         ..base
     })
 }

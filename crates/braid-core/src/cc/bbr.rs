@@ -23,6 +23,8 @@ const BW_WINDOW_ROUNDS: u64 = 10;
 const MIN_RTT_WINDOW: Duration = Duration::from_secs(10);
 /// A sample this close to the minimum RTT (or within 1/64 of it) confirms it.
 const MIN_RTT_TOLERANCE: Duration = Duration::from_micros(250);
+/// Pacing gain while ProbeRTT drains the queue.
+const PROBE_RTT_DRAIN_GAIN: f64 = 0.75;
 /// How long ProbeRTT holds the window at its minimum.
 const PROBE_RTT_TIME: Duration = Duration::from_millis(200);
 /// The smallest window, in packets.
@@ -68,6 +70,8 @@ pub struct Bbr {
     ack_epoch: Option<(Timestamp, u64)>,
     /// (round, largest excess of acknowledged bytes over the rate model in that round).
     extra_acked: VecDeque<(u64, u64)>,
+    /// The minimum RTT before it last expired (sizes the ProbeRTT window).
+    probe_rtt_base: Option<Duration>,
 }
 
 impl Bbr {
@@ -96,6 +100,7 @@ impl Bbr {
             lost_since_cycle: false,
             ack_epoch: None,
             extra_acked: VecDeque::new(),
+            probe_rtt_base: None,
         }
     }
 
@@ -103,12 +108,17 @@ impl Bbr {
         MIN_PIPE_PACKETS * self.mss
     }
 
-    /// The window while probing the minimum RTT: one bandwidth-delay product. That drains the
-    /// bottleneck queue — all ProbeRTT needs to see the minimum — while the path keeps sending
-    /// at its full rate; v1 drops to four packets and v2 to half a BDP, which stalls the path
-    /// for a round trip and, on a bonded session, every stream scheduled across it.
+    /// The window while probing the minimum RTT: one bandwidth-delay product, reached by pacing
+    /// at 3/4 of the rate until the queue has drained. That empties the bottleneck queue — all
+    /// ProbeRTT needs to see the minimum — while the path keeps sending; v1 drops to four
+    /// packets and v2 to half a BDP, which stalls the path for a round trip and, on a bonded
+    /// session, every stream scheduled across it.
     fn probe_rtt_window(&self) -> u64 {
-        match self.min_rtt {
+        let base = match (self.probe_rtt_base, self.min_rtt) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        match base {
             Some(rtt) if self.btl_bw > 0.0 => {
                 ((self.btl_bw * rtt.as_secs_f64()) as u64).max(self.min_window())
             }
@@ -240,13 +250,23 @@ impl Bbr {
             }
         }
         let expired = now - self.min_rtt_stamp > MIN_RTT_WINDOW;
+        if expired {
+            // The window in ProbeRTT is sized from the minimum that just expired, not from the
+            // (possibly queue-inflated) sample replacing it.
+            self.probe_rtt_base = self.min_rtt;
+        }
         if self.min_rtt.is_none_or(|m| sample <= m) || expired {
             self.min_rtt = Some(sample);
             self.min_rtt_stamp = now;
         }
-        if expired && self.state != State::ProbeRtt && self.filled_pipe {
+        // From any state, as Linux does: a path stuck in startup (its samples application-
+        // limited) must drain too, or its minimum RTT follows its own queue upwards.
+        if expired && self.state != State::ProbeRtt {
             self.state = State::ProbeRtt;
-            self.pacing_gain = 1.0;
+            // Drain at three quarters of the rate (as ProbeBW's drain phase) rather than by
+            // cutting the window: the path slows down for a few round trips instead of
+            // stopping for one.
+            self.pacing_gain = PROBE_RTT_DRAIN_GAIN;
             self.prior_window = self.window;
             self.probe_rtt_done = None;
         }
@@ -255,6 +275,7 @@ impl Bbr {
     fn handle_probe_rtt(&mut self, now: Timestamp, in_flight: u64) {
         match self.probe_rtt_done {
             None if in_flight <= self.probe_rtt_window() => {
+                self.pacing_gain = 1.0;
                 self.probe_rtt_done = Some(now + PROBE_RTT_TIME);
                 self.probe_rtt_round_done = false;
                 self.next_round_delivered = 0;
@@ -307,7 +328,9 @@ impl Controller for Bbr {
         }
         self.window = self.window.max(self.min_window());
         if self.state == State::ProbeRtt {
-            self.window = self.window.min(self.probe_rtt_window());
+            // While draining, never below what is in flight (no stall); once drained, one BDP.
+            let floor = if self.probe_rtt_done.is_none() { in_flight + self.mss } else { 0 };
+            self.window = self.window.min(self.probe_rtt_window().max(floor));
         }
     }
 

@@ -35,6 +35,11 @@ impl Path {
         if ack.largest >= self.next_pn {
             return Err(InvalidAck);
         }
+        if self.monitor.pair.is_some() {
+            // Packet pair: the time the peer received the probe this frame reports as largest
+            // (whether or not it acknowledges anything new).
+            self.monitor.on_ack_for_pair(now, ack.largest, Duration::from_micros(ack.ack_delay_us));
+        }
         let first = acked.len();
         for range in &ack.ranges {
             let pns: smallvec::SmallVec<[u64; 64]> = self.sent.pns_in(*range.start(), *range.end()).collect();
@@ -58,11 +63,6 @@ impl Path {
                 self.rtt.update(sample, delay);
                 self.monitor.on_rtt_sample(sample);
             }
-        }
-        if self.monitor.pair.is_some() {
-            let pns: smallvec::SmallVec<[u64; 8]> = newly.iter().map(|p| p.pn).collect();
-            let delay = Duration::from_micros(ack.ack_delay_us);
-            self.monitor.on_ack_for_pair(now, ack.largest, delay, &pns);
         }
         self.last_ack = Some(now);
         self.pto_count = 0;

@@ -297,9 +297,17 @@ impl Path {
     }
 
     /// The time without acknowledgements after which the path is suspected:
-    /// max(200 ms, 3 × smoothed RTT) (seed 003's fast blackout detection).
+    /// max(200 ms, 3 × smoothed RTT) (seed 003's fast blackout detection), plus the time the
+    /// path needs to transmit what is in flight — on a slow link a single full packet takes
+    /// longer than 200 ms, and its acknowledgement cannot come sooner.
     pub fn silence_threshold(&self) -> Duration {
-        (3 * self.rtt.smoothed()).max(Duration::from_millis(200))
+        let rate = self.monitor.packet_pair.map_or(0.0, |(r, _)| r).max(self.monitor.max_delivery_rate);
+        let transmit = if rate > 0.0 {
+            Duration::from_secs_f64((self.in_flight as f64 / rate).min(60.0))
+        } else {
+            Duration::ZERO
+        };
+        (3 * self.rtt.smoothed()).max(Duration::from_millis(200)) + transmit
     }
 
     /// When the path will count as silent, if it has ack-eliciting data outstanding.

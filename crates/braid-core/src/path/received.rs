@@ -24,6 +24,10 @@ pub struct Received {
     immediate: bool,
     /// When the delayed ACK must leave.
     deadline: Option<Timestamp>,
+    /// The latest packet-pair probe received: (packet number, arrival).
+    last_probe: Option<(u64, Timestamp)>,
+    /// The first probe of a pair whose second just arrived: reported with its own delay.
+    pair_report: Option<(u64, Timestamp)>,
     replay: ReplayWindow,
 }
 
@@ -58,11 +62,25 @@ impl Received {
         }
     }
 
-    /// Asks for an ACK right away (a packet-pair probe arrived: its timing is the sample).
-    pub fn ack_immediately(&mut self) {
+    /// A packet-pair probe (PING and PADDING only) arrived: it is acknowledged right away, and
+    /// when it completes a pair (the previous packet was the first probe), the next ACK also
+    /// reports the first probe with its own delay, so that the sender reads the gap between the
+    /// two arrivals from one packet, untouched by the return trip.
+    pub fn on_probe(&mut self, now: Timestamp, pn: u64) {
         if self.pending {
             self.immediate = true;
         }
+        if let Some((first, t)) = self.last_probe {
+            if first + 1 == pn {
+                self.pair_report = Some((first, t));
+            }
+        }
+        self.last_probe = Some((pn, now));
+    }
+
+    /// The first probe of a completed pair to report: (packet number, arrival).
+    pub fn take_pair_report(&mut self) -> Option<(u64, Timestamp)> {
+        self.pair_report.take()
     }
 
     /// True when an ACK should be sent now.

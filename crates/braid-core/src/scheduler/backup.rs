@@ -3,7 +3,7 @@
 //! none can send now and what waits would take them more than 50 ms to drain. Otherwise it is
 //! min-RTT over the active paths.
 
-use super::{eligible, wait_for, Decision, PacketInfo, PathView, Scheduler};
+use super::{eligible_for, wait_for, Decision, PacketInfo, PathView, Scheduler};
 use crate::time::Timestamp;
 use crate::wire::PathStatusKind;
 use std::time::Duration;
@@ -21,7 +21,8 @@ impl Scheduler for Backup {
     }
 
     fn select(&mut self, now: Timestamp, paths: &[PathView], packet: &PacketInfo) -> Decision {
-        let active: Vec<&PathView> = eligible(paths).filter(|p| p.status == PathStatusKind::Active).collect();
+        let active: Vec<&PathView> =
+            eligible_for(paths, packet).filter(|p| p.status == PathStatusKind::Active).collect();
         if let Some(p) = active.iter().filter(|p| p.ready(now)).min_by_key(|p| (p.srtt, p.id)) {
             return Decision::Send(p.id);
         }

@@ -7,7 +7,7 @@
 //! Everything else is scheduled as by EDPF.
 
 use super::edpf::Edpf;
-use super::{eligible, wait_for, Decision, PacketInfo, PathView, Scheduler};
+use super::{eligible_for, wait_for, Decision, PacketInfo, PathView, Scheduler};
 use crate::time::Timestamp;
 
 /// The deadline-aware scheduler.
@@ -20,9 +20,9 @@ impl Scheduler for DeadlineAware {
     }
 
     fn select(&mut self, now: Timestamp, paths: &[PathView], packet: &PacketInfo) -> Decision {
-        let candidates: Vec<&PathView> = eligible(paths).collect();
+        let candidates: Vec<&PathView> = eligible_for(paths, packet).collect();
         if candidates.is_empty() {
-            return wait_for(eligible(paths));
+            return wait_for(eligible_for(paths, packet));
         }
         if let Some(deadline) = packet.deadline {
             let bytes = packet.bytes as u64;

@@ -28,7 +28,7 @@
 //! must be scheduled, the more a change on a fast path (a loss, a window probing its minimum
 //! RTT) reorders what is already on the way.
 
-use super::{eligible, wait_for, Decision, PacketInfo, PathView, Scheduler};
+use super::{eligible_for, wait_for, Decision, PacketInfo, PathView, Scheduler};
 use crate::time::Timestamp;
 
 /// The most packets a free path may send ahead (bounds the receiver's reorder buffer if an
@@ -57,7 +57,7 @@ pub fn delivered_before(p: &PathView, now: Timestamp, bytes: u64, deadline: Time
     if first >= deadline {
         return 0;
     }
-    let each = p.send_time(bytes).as_secs_f64().max(1e-9);
+    let each = p.serialization(bytes).as_secs_f64().max(1e-9);
     // Arrivals first + k·each for k = 0, 1, … that are before the deadline.
     ((deadline - first).as_secs_f64() / each - 1e-9).ceil().max(1.0) as u64
 }
@@ -97,9 +97,9 @@ impl Scheduler for Edpf {
     }
 
     fn select(&mut self, now: Timestamp, paths: &[PathView], packet: &PacketInfo) -> Decision {
-        let candidates: Vec<&PathView> = eligible(paths).collect();
+        let candidates: Vec<&PathView> = eligible_for(paths, packet).collect();
         if candidates.is_empty() {
-            return wait_for(eligible(paths));
+            return wait_for(eligible_for(paths, packet));
         }
         Edpf::choose(now, &candidates, packet)
     }

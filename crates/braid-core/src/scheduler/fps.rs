@@ -44,17 +44,17 @@ mod tests {
 
     #[test]
     fn i_frames_get_room_for_their_bursts() {
-        // I frames average 10 kbit/s but peak at 18 kbit/s; P and B average 10 kbit/s each.
+        // I frames average 10 kbit/s but peak at 17 kbit/s; P and B average 10 kbit/s each.
         let mut i = class(0, 10.0);
-        i.peak_rate = 18_000.0 / 8.0;
+        i.peak_rate = 17_000.0 / 8.0;
         let classes = [i, class(1, 10.0), class(2, 10.0)];
         let paths = [channel(0, 0.01), channel(1, 0.05)];
         let mut fps = Fps::default();
         fps.on_classes(ms(0), &classes);
         assert_eq!(sent(fps.select(ms(0), &paths, &datagram(0))), 0);
         let alloc = fps.0.allocation().clone();
-        // The I class takes 18 of the 19 kbit/s of the 1 % path, so P moves to the 5 % path
-        // and B no longer fits: dropped.
+        // The I class takes 17 of the 17.8 kbit/s the 1 % path offers (20 kbit/s × 0.99 × 0.9),
+        // so P moves on to the 5 % path and B no longer fits: dropped.
         assert_eq!(alloc[&0].len(), 1);
         assert_eq!(alloc[&1].iter().map(|(p, _)| *p).collect::<Vec<_>>(), vec![0, 1]);
         assert_eq!(fps.select(ms(0), &paths, &datagram(2)), Decision::Drop);

@@ -2,7 +2,7 @@
 //! scheduler of Linux MPTCP). With per-path pacing a path "can send" only when its pacer
 //! releases the packet, so faster paths are preferred but every path is kept busy.
 
-use super::{eligible, wait_for, Decision, PacketInfo, PathView, Scheduler};
+use super::{eligible_for, wait_for, Decision, PacketInfo, PathView, Scheduler};
 use crate::time::Timestamp;
 
 /// The min-RTT scheduler.
@@ -14,10 +14,10 @@ impl Scheduler for MinRtt {
         "minrtt"
     }
 
-    fn select(&mut self, now: Timestamp, paths: &[PathView], _packet: &PacketInfo) -> Decision {
-        match eligible(paths).filter(|p| p.ready(now)).min_by_key(|p| (p.srtt, p.id)) {
+    fn select(&mut self, now: Timestamp, paths: &[PathView], packet: &PacketInfo) -> Decision {
+        match eligible_for(paths, packet).filter(|p| p.ready(now)).min_by_key(|p| (p.srtt, p.id)) {
             Some(p) => Decision::Send(p.id),
-            None => wait_for(eligible(paths)),
+            None => wait_for(eligible_for(paths, packet)),
         }
     }
 }

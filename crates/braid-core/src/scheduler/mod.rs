@@ -27,7 +27,8 @@
 //!   at when each path can send and where a packet would arrive first.
 //!
 //! Every scheduler but `redundant` and the priority-aware ones respects path admission
-//! ([`admission`]): a path the monitor put in standby carries no data while others can.
+//! ([`admission`]) for stream data: a path the monitor put in standby carries no stream data
+//! while others can ([`eligible_for`]).
 
 pub mod admission;
 pub mod backup;
@@ -226,6 +227,21 @@ pub fn eligible(paths: &[PathView]) -> impl Iterator<Item = &PathView> {
                 PathStatusKind::Standby => false,
             }
     })
+}
+
+/// The paths eligible for `packet`: [`eligible`] for stream data and control; for a datagram
+/// admission does not apply ([`usable_for_data`]). Admission protects the goodput of reliable
+/// transfers (seeds 000 and 002 reason about TCP); a datagram flow only gains capacity from
+/// another path, and its loss per path is what the priority-aware schedulers weigh.
+pub fn eligible_for<'a>(
+    paths: &'a [PathView],
+    packet: &PacketInfo,
+) -> Box<dyn Iterator<Item = &'a PathView> + 'a> {
+    if packet.datagram {
+        Box::new(usable_for_data(paths))
+    } else {
+        Box::new(eligible(paths))
+    }
 }
 
 /// Like [`eligible`] but ignoring admission: schedulers that choose their own subset of paths

@@ -15,7 +15,7 @@
 //!   500 ms and whenever a path comes or goes: "If a new channel with higher reliability
 //!   becomes available, allocation of layers is shifted up".
 //! * A path's effective bandwidth is its capacity × (1 − loss) × 0.95 ("derive the effective
-//!   bandwidth of each channel from its raw bandwidth and loss-rate information"; the 5 %
+//!   bandwidth of each channel from its raw bandwidth and loss-rate information"; the 10 %
 //!   leaves room for acknowledgements and probes).
 //! * A class is carried only if all of it fits in what the more important classes left
 //!   (the digest's A1 reading of Table VII, where ℓ2 is dropped "entirely"), and packets of a
@@ -23,7 +23,9 @@
 //!   path gave it. A class that is not carried is dropped at the sender.
 //! * A class's need is its measured rate (datagram bytes offered per second over the last few
 //!   seconds, with packet overhead); stream classes are elastic and take whatever paths have
-//!   left when their turn comes.
+//!   left when their turn comes. A class that is carried keeps its paths until its need
+//!   exceeds what is available by 10 %, and one that is dropped returns only when it fits with
+//!   10 % to spare, so a class near the limit does not flap with the noise of its rate.
 
 use super::{striped, usable_for_data, wait_for, ClassView, Decision, PacketInfo, PathView};
 use crate::path::PathId;
@@ -34,7 +36,7 @@ use std::time::Duration;
 /// How often the allocation is recomputed.
 pub const REALLOCATE: Duration = Duration::from_millis(500);
 /// Share of a path's effective bandwidth the allocation may use.
-pub const HEADROOM: f64 = 0.95;
+pub const HEADROOM: f64 = 0.9;
 /// Loss difference needed for a path to move ahead of another in the reliability order.
 pub const ORDER_MARGIN: f64 = 0.005;
 /// Bytes of the largest share per turn (surplus round-robin within a class).
@@ -89,8 +91,18 @@ pub fn reliability_order(paths: &[&PathView], previous: &[PathId]) -> Vec<PathId
     order.into_iter().map(|p| p.id).collect()
 }
 
-/// Allocates paths (in `order`, most reliable first) to `classes` under `policy`.
-pub fn allocate(policy: Policy, paths: &[&PathView], order: &[PathId], classes: &[ClassView]) -> Allocation {
+/// Margin of the carried/dropped hysteresis.
+pub const FIT_MARGIN: f64 = 0.1;
+
+/// Allocates paths (in `order`, most reliable first) to `classes` under `policy`; `previous`
+/// is the allocation in force (for hysteresis).
+pub fn allocate(
+    policy: Policy,
+    paths: &[&PathView],
+    order: &[PathId],
+    classes: &[ClassView],
+    previous: &Allocation,
+) -> Allocation {
     let mut remaining: Vec<(PathId, f64)> = order
         .iter()
         .filter_map(|id| paths.iter().find(|p| p.id == *id))
@@ -137,12 +149,18 @@ pub fn allocate(policy: Policy, paths: &[&PathView], order: &[PathId], classes: 
             continue;
         }
         let available: f64 = candidates.iter().map(|&i| remaining[i].1).sum();
-        if available < need {
+        let carried = previous.get(&c.class).is_some_and(|s| !s.is_empty());
+        let fits = if carried {
+            available * (1.0 + FIT_MARGIN) >= need
+        } else {
+            available >= need * (1.0 + FIT_MARGIN)
+        };
+        if !fits {
             out.insert(c.class, Vec::new());
             dropped = true;
             continue;
         }
-        let mut left = need;
+        let mut left = need.min(available);
         let mut shares = Vec::new();
         for i in candidates {
             if left <= 0.0 {
@@ -224,11 +242,11 @@ impl PriorityStriping {
             return;
         }
         self.order = reliability_order(paths, &self.order);
-        let alloc = allocate(self.policy, paths, &self.order, &self.classes);
-        if alloc != self.alloc {
-            self.turns.clear();
-            self.alloc = alloc;
-        }
+        let alloc = allocate(self.policy, paths, &self.order, &self.classes, &self.alloc);
+        // Each class keeps its place in the rotation over the paths it still has (restarting it
+        // at every change would favour the first path).
+        self.turns.retain(|class, _| alloc.get(class).is_some_and(|s| !s.is_empty()));
+        self.alloc = alloc;
         self.allocated_for = ids;
         self.next_alloc = Some(now + REALLOCATE);
     }
@@ -331,7 +349,7 @@ pub(crate) mod tests {
         let refs: Vec<&PathView> = paths.iter().collect();
         let order = reliability_order(&refs, &[]);
         let classes = [class(0, 15.0), class(1, 15.0), class(2, 15.0)];
-        let a = allocate(Policy::Layered, &refs, &order, &classes);
+        let a = allocate(Policy::Layered, &refs, &order, &classes, &Allocation::new());
         assert_eq!(a[&0].iter().map(|(id, _)| *id).collect::<Vec<_>>(), vec![1]);
         assert_eq!(a[&1].iter().map(|(id, _)| *id).collect::<Vec<_>>(), vec![1, 0]);
         assert!(a[&2].is_empty(), "the third layer does not fit: dropped entirely");

@@ -3,7 +3,7 @@
 //! that path's queue, stream data waits for the path. "Random and RR algorithms do not adapt
 //! to channel bandwidth and allocate an equal number of packets to each channel."
 
-use super::{eligible, striped, wait_for, Decision, PacketInfo, PathView, Scheduler, SplitMix};
+use super::{eligible_for, striped, wait_for, Decision, PacketInfo, PathView, Scheduler, SplitMix};
 use crate::path::PathId;
 use crate::time::Timestamp;
 
@@ -29,9 +29,9 @@ impl Scheduler for Random {
     }
 
     fn select(&mut self, now: Timestamp, paths: &[PathView], packet: &PacketInfo) -> Decision {
-        let candidates: Vec<&PathView> = eligible(paths).collect();
+        let candidates: Vec<&PathView> = eligible_for(paths, packet).collect();
         if candidates.is_empty() {
-            return wait_for(eligible(paths));
+            return wait_for(eligible_for(paths, packet));
         }
         let kept =
             self.drawn.and_then(|id| candidates.iter().find(|p| p.id == id)).filter(|_| !packet.datagram);

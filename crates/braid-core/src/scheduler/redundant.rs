@@ -5,12 +5,17 @@
 //! paths' losses — and it arrives with the fastest path's latency.
 //!
 //! The first copy goes on a path that can send now; the others wait in their paths' queues
-//! (a datagram copy is dropped there when its deadline passes). Path admission does not apply:
-//! a lossy path still adds redundancy.
+//! (a datagram copy is dropped there when its deadline passes, a stream copy once what it
+//! carries has been acknowledged), and a path whose queue holds more than 100 ms of data gets
+//! no further copies. Path admission does not apply: a lossy path still adds redundancy.
 
 use super::{usable_for_data, wait_for, Decision, PacketInfo, PathView, Scheduler};
 use crate::time::Timestamp;
 use smallvec::SmallVec;
+use std::time::Duration;
+
+/// The most a path may have queued (in time at its rate) to be given a copy.
+pub const COPY_BACKLOG: Duration = Duration::from_millis(100);
 
 /// The redundant scheduler.
 #[derive(Debug, Clone)]
@@ -33,7 +38,11 @@ impl Scheduler for Redundant {
 
     fn select(&mut self, now: Timestamp, paths: &[PathView], packet: &PacketInfo) -> Decision {
         let bytes = packet.bytes as u64;
-        let mut chosen: Vec<&PathView> = usable_for_data(paths).collect();
+        // A copy is not queued behind more than 100 ms of what a path already has waiting (for
+        // a bulk stream a slow path could never keep up).
+        let mut chosen: Vec<&PathView> = usable_for_data(paths)
+            .filter(|p| p.queued_bytes as f64 <= p.rate * COPY_BACKLOG.as_secs_f64())
+            .collect();
         chosen.sort_by_key(|p| (p.arrival(now, bytes), p.id));
         if self.copies > 0 {
             chosen.truncate(usize::from(self.copies));

@@ -3,7 +3,7 @@
 //! so, as in the paper and as with Linux TEQL (seed 002), every path carries the same number
 //! of packets whatever its capacity.
 
-use super::{eligible, striped, wait_for, Decision, PacketInfo, PathView, Scheduler};
+use super::{eligible_for, striped, wait_for, Decision, PacketInfo, PathView, Scheduler};
 use crate::path::PathId;
 use crate::time::Timestamp;
 
@@ -19,9 +19,9 @@ impl Scheduler for RoundRobin {
     }
 
     fn select(&mut self, now: Timestamp, paths: &[PathView], packet: &PacketInfo) -> Decision {
-        let mut candidates: Vec<&PathView> = eligible(paths).collect();
+        let mut candidates: Vec<&PathView> = eligible_for(paths, packet).collect();
         if candidates.is_empty() {
-            return wait_for(eligible(paths));
+            return wait_for(eligible_for(paths, packet));
         }
         candidates.sort_by_key(|p| p.id);
         // The first path after the last one used, wrapping around.

@@ -10,7 +10,8 @@
 //! set"). Seed 002's second rule is applied on top — "As the disparity of the link impairments
 //! on the component links increases, overweight the highest bandwidth link" — by scaling a
 //! path's weight by (1 − Δ/4 %) when its loss exceeds the best path's by Δ between 1 % and
-//! 4 %; the third rule (use the best link alone) is path admission's.
+//! 4 % (for paths of 1 Mbit/s or less: (1 − Δ/10 %) beyond 2.5 %, as seed 002 found slow links
+//! to tolerate more); the third rule (use the best link alone) is path admission's.
 //!
 //! When the weights change the counters are reset, as NATALIE "resets a packet counter for
 //! each link, and starts distributing packets according to the new weights" — the change is
@@ -18,7 +19,7 @@
 //!
 //! Like round-robin the turn is strict: a path that cannot send now keeps it.
 
-use super::{eligible, striped, wait_for, Decision, PacketInfo, PathView, Scheduler};
+use super::{eligible_for, striped, wait_for, Decision, PacketInfo, PathView, Scheduler};
 use crate::path::PathId;
 use crate::time::Timestamp;
 use std::collections::BTreeMap;
@@ -35,6 +36,11 @@ const ALPHA: f64 = 0.5;
 pub const DISPARITY_LOW: f64 = 0.01;
 /// Loss disparity at which the worse path's weight reaches zero (seed 002 rule 2 → rule 3).
 pub const DISPARITY_HIGH: f64 = 0.04;
+/// The same two for paths of 1 Mbit/s or less, where seed 002 found aggregation paying up to
+/// 10 % loss (Case I at 1 Mbit/s).
+pub const DISPARITY_LOW_SLOW: f64 = 0.025;
+/// See [`DISPARITY_LOW_SLOW`].
+pub const DISPARITY_HIGH_SLOW: f64 = 0.10;
 
 /// The weighted round-robin scheduler.
 #[derive(Debug, Default, Clone)]
@@ -68,13 +74,14 @@ impl Wrr {
         }
         self.smoothed.retain(|id, _| paths.iter().any(|p| p.id == *id));
         let new = auto_weights(paths, &self.smoothed);
-        if new != self.weights {
+        let changed = new.iter().any(|(id, w)| self.weights.get(id).is_some_and(|old| old != w));
+        if changed {
             // "resets a packet counter for each link, and starts distributing packets
             // according to the new weights"
-            self.weights = new;
             self.deficit.clear();
-            self.current = None;
         }
+        // A path that came or went only joins or leaves the rotation.
+        self.weights = new;
     }
 }
 
@@ -82,7 +89,10 @@ impl Wrr {
 /// capacity (largest 100) and reduced for loss disparity (seed 002 rule 2).
 pub fn auto_weights(paths: &[&PathView], capacity: &BTreeMap<PathId, f64>) -> BTreeMap<PathId, u32> {
     let cap = |p: &PathView| capacity.get(&p.id).copied().unwrap_or(p.rate).max(1.0);
-    let best = paths.iter().max_by(|a, b| cap(a).total_cmp(&cap(b)).then(b.id.cmp(&a.id)));
+    // The best path: the highest capacity, then the lowest loss.
+    let best = paths.iter().max_by(|a, b| {
+        cap(a).total_cmp(&cap(b)).then(b.loss_rate.total_cmp(&a.loss_rate)).then(b.id.cmp(&a.id))
+    });
     let max = best.map_or(1.0, |p| cap(p));
     let best_loss = best.map_or(0.0, |p| p.loss_rate);
     paths
@@ -92,8 +102,13 @@ pub fn auto_weights(paths: &[&PathView], capacity: &BTreeMap<PathId, f64>) -> BT
                 Some(w) => w.max(1),
                 None => {
                     let delta = p.loss_rate - best_loss;
-                    let scale =
-                        if delta <= DISPARITY_LOW { 1.0 } else { (1.0 - delta / DISPARITY_HIGH).max(0.0) };
+                    let slow = cap(p) <= super::admission::SLOW_PATH && max <= super::admission::SLOW_PATH;
+                    let (low, high) = if slow {
+                        (DISPARITY_LOW_SLOW, DISPARITY_HIGH_SLOW)
+                    } else {
+                        (DISPARITY_LOW, DISPARITY_HIGH)
+                    };
+                    let scale = if delta <= low { 1.0 } else { (1.0 - delta / high).max(0.0) };
                     ((100.0 * cap(p) / max * scale).round() as u32).clamp(1, 100)
                 }
             };
@@ -108,9 +123,9 @@ impl Scheduler for Wrr {
     }
 
     fn select(&mut self, now: Timestamp, paths: &[PathView], packet: &PacketInfo) -> Decision {
-        let mut candidates: Vec<&PathView> = eligible(paths).collect();
+        let mut candidates: Vec<&PathView> = eligible_for(paths, packet).collect();
         if candidates.is_empty() {
-            return wait_for(eligible(paths));
+            return wait_for(eligible_for(paths, packet));
         }
         candidates.sort_by_key(|p| p.id);
         self.reweight(now, &candidates);

@@ -104,6 +104,24 @@ impl Session {
         }
     }
 
+    /// True when a redundant copy carries stream data only and all of it is acknowledged.
+    fn copy_is_stale(&self, frames: &FrameRecords) -> bool {
+        let mut any_stream = false;
+        for f in frames {
+            match *f {
+                SentFrame::Stream { id, offset, len, .. } => {
+                    any_stream = true;
+                    if !self.streams.is_acked(id, offset, u64::from(len)) {
+                        return false;
+                    }
+                }
+                SentFrame::Ack { .. } => {}
+                _ => return false,
+            }
+        }
+        any_stream
+    }
+
     /// Sends the head of a path queue whose path can send now.
     pub(super) fn poll_pinned(&mut self, now: Timestamp, buf: &mut Vec<u8>) -> Option<Transmit> {
         if self.pinned.is_empty() {
@@ -125,6 +143,13 @@ impl Session {
                 continue;
             }
             let head = self.pinned.get_mut(&id).and_then(VecDeque::pop_front)?;
+            if let Pinned::Copy { frames, .. } = &head {
+                if self.copy_is_stale(frames) {
+                    // Every stream byte it carries has arrived through another copy.
+                    self.pinned.retain(|_, q| !q.is_empty());
+                    return self.poll_pinned(now, buf);
+                }
+            }
             let t = match head {
                 Pinned::Copy { payload, frames, .. } => {
                     let mut b = self.start(idx, buf);

@@ -215,7 +215,7 @@ impl Session {
         if let Some(path) = self.path_mut(h.path_id) {
             path.received.on_packet(now, pn, ack_eliciting, mad);
             if pings && padded && !other {
-                path.received.ack_immediately();
+                path.received.on_probe(now, pn);
             }
         }
     }

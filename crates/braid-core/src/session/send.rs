@@ -142,6 +142,18 @@ impl Session {
             };
             let max_ranges = ((room - 24) / 16).max(1);
             let largest = ranges[0].end - 1;
+            // A completed packet pair: first an ACK as it stood when the first probe arrived,
+            // with that probe's own delay (see `Received::on_probe`), then the current one.
+            if let Some((pn, at)) = self.paths[i].received.take_pair_report() {
+                let older: Vec<_> =
+                    ranges.iter().filter(|r| r.start <= pn).map(|r| r.start..r.end.min(pn + 1)).collect();
+                if !older.is_empty() && room >= 64 {
+                    let max = ((room - 48) / 32).max(1);
+                    encode::ack(buf, id, (now - at).as_micros() as u64, older.into_iter().take(max));
+                }
+            }
+            let room = b.limit.saturating_sub(buf.len());
+            let max_ranges = max_ranges.min(((room.saturating_sub(24)) / 16).max(1));
             encode::ack(buf, id, delay, ranges.into_iter().take(max_ranges).collect::<Vec<_>>());
             b.frames.push(SentFrame::Ack { path: id, largest });
         }
@@ -376,7 +388,7 @@ impl Session {
                     in_flight: p.in_flight,
                     ready_at: p.ready_at(now, bytes as u64),
                     rate,
-                    loss_rate: p.monitor.impairment_loss,
+                    loss_rate: p.monitor.loss_rate,
                     mtu: p.mtu,
                     admitted: p.admitted || !admission,
                     one_way_delay,
@@ -393,9 +405,13 @@ impl Session {
         self.datagrams.expire(now);
         loop {
             let Some(info) = self.next_packet_info() else {
-                // Nothing to send although windows may have room: application-limited.
+                // Nothing to send although windows may have room: application-limited (a path
+                // with datagrams waiting in its own queue is not).
+                let pinned = &self.pinned;
                 for p in self.paths.iter_mut().filter(|p| p.is_usable() && p.window_room() > p.mtu as u64) {
-                    p.delivery.on_app_limited(p.in_flight);
+                    if pinned.get(&p.id).is_none_or(|q| q.is_empty()) {
+                        p.delivery.on_app_limited(p.in_flight);
+                    }
                 }
                 return None;
             };

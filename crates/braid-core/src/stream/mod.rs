@@ -701,6 +701,12 @@ impl Streams {
         }
     }
 
+    /// True when stream `id`'s bytes `[offset, offset + len)` are acknowledged (or the stream
+    /// is gone).
+    pub fn is_acked(&self, id: u64, offset: u64, len: u64) -> bool {
+        self.streams.get(&id).is_none_or(|s| s.send.reset.is_some() || s.send.is_acked(offset, len))
+    }
+
     /// A STREAM frame we sent was acknowledged.
     pub fn on_frame_acked(&mut self, id: u64, offset: u64, len: u64, fin: bool) {
         let cap = self.limits.send_buffer;

@@ -294,6 +294,12 @@ impl SendStream {
         }
     }
 
+    /// True when `[offset, offset + len)` is acknowledged.
+    pub fn is_acked(&self, offset: u64, len: u64) -> bool {
+        offset + len <= self.acked_prefix
+            || self.acked.contains_range(offset.max(self.acked_prefix)..offset + len)
+    }
+
     /// True once everything, FIN included, is acknowledged.
     pub fn is_complete(&self) -> bool {
         self.fin && self.fin_acked && self.acked_prefix == self.write_offset
