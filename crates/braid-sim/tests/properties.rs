@@ -44,8 +44,8 @@ fn scenario() -> impl Strategy<Value = (Vec<LinkSpec>, u64, u64, usize)> {
 
 /// A run with the scheduler `Kind::ALL[scheduler]`.
 fn config(links: Vec<LinkSpec>, seed: u64, bytes: u64, scheduler: usize) -> SimConfig {
-    let mut session = SessionConfig::default();
-    session.scheduler = Kind::ALL[scheduler % Kind::ALL.len()].1;
+    let session =
+        SessionConfig { scheduler: Kind::ALL[scheduler % Kind::ALL.len()].1, ..SessionConfig::default() };
     SimConfig {
         bulk_bytes: Some(bytes),
         flows: vec![FlowSpec { class: 1, rate_bps: 64_000, size: 200 }],
