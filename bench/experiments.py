@@ -271,9 +271,9 @@ schedulers do not lose all layers alike in Table VII as the paper's do: braid's 
 takes datagrams in class priority order and, when they pile up, drops the least important
 first, whatever the scheduler — so even Random and RR lose the top layer most. FPS and IPS
 rows are braid's other priority-aware schedulers on the same traffic (not in the paper's
-tables): FPS sizes a class by its peak rate (the busiest second of the last five, which for a
-1.9 packet/s layer is a sixth above its mean, so it keeps fewer layers), IPS keeps each class
-on paths of its own and drops a class alone.
+tables): FPS sizes a class by its peak rate (the busiest second of the last five: two packets
+for a layer of 1.9 packets a second, which with the 10 % margin no longer fits), IPS keeps each
+class on paths of its own and drops a class alone.
 """
 
     return text, [r for _, r in t5_runs + t6_runs + t7_runs]
