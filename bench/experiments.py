@@ -171,8 +171,8 @@ model's 0/0/50/75 % per link, WRR spread evenly around the 6.25 % minimum plus o
 Jitter and latency do not: braid delivers what a path's window lets through, so a datagram
 that waited at the sender or in a slow link's short queue arrives up to seconds late
 (16 kb/s carries one 1070-byte packet every 0.53 s, and every path keeps at least four packets
-in flight), and RFC 3550 jitter over a flow striped across paths with such different delays is
-hundreds of milliseconds; the paper's jitter of a few milliseconds (and its WRR jitter printed
+in flight), and RFC 3550 jitter over a flow striped across paths with such different delays
+runs to seconds; the paper's jitter of a few milliseconds (and its WRR jitter printed
 equal to its WRR loss, 13.25) cannot be compared. The extra rows show braid's own schedulers:
 weights from measured capacity, and the work-conserving min-RTT and EDPF.
 """
@@ -266,10 +266,14 @@ per second on an idle 20 kb/s path), not by an oracle, and gives each path 90 % 
 measured capacity × (1 − loss), so its assignments can differ from the paper's for a while.
 Where a layer does not fill a path, the paper's rule shares the rest of that path with the next
 layer ("the remaining bandwidth of this channel is assigned to sf2"), which braid follows; the
-paper's numbers for ℓ1/ℓ2 in Table VI are closer to one layer per link. FPS and IPS rows are
-braid's other priority-aware schedulers on the same traffic (not in the paper's tables): FPS
-sizes classes by peak rate (like LPS for constant-rate layers), IPS keeps each class on paths
-of its own and drops a class alone.
+paper's numbers for ℓ1/ℓ2 in Table VI are closer to one layer per link. The agnostic
+schedulers do not lose all layers alike in Table VII as the paper's do: braid's sender always
+takes datagrams in class priority order and, when they pile up, drops the least important
+first, whatever the scheduler — so even Random and RR lose the top layer most. FPS and IPS
+rows are braid's other priority-aware schedulers on the same traffic (not in the paper's
+tables): FPS sizes a class by its peak rate (the busiest second of the last five: two packets
+for a layer of 1.9 packets a second, which with the 10 % margin no longer fits), IPS keeps each
+class on paths of its own and drops a class alone.
 """
 
     return text, [r for _, r in t5_runs + t6_runs + t7_runs]

@@ -310,3 +310,16 @@ fn live_scheduler_switches_keep_the_stream_intact() {
     let r = go(&cfg);
     assert!(r.intact && r.complete, "closed: {:?}", r.closed);
 }
+
+/// Per-class schedulers: the important class is sent redundantly, the other by the session's
+/// scheduler, in one session.
+#[test]
+fn per_class_scheduler_choice() {
+    let l = ["2mbit/20ms/loss=5%", "2mbit/60ms/loss=10%"];
+    let mut cfg = datagrams(&l, Kind::MinRtt, &[200, 200], Duration::from_millis(500), 30);
+    cfg.session.classes.get_mut(&0).unwrap().scheduler = Some(Kind::Redundant(0));
+    let r = go(&cfg);
+    let (important, other) = (r.classes[0].loss_pct, r.classes[1].loss_pct);
+    assert!(important < 1.5, "redundant class {important}");
+    assert!(other > 3.0, "min-RTT class {other}");
+}

@@ -1,11 +1,12 @@
-//! Property tests of the protocol core in the simulator: over random seeds and random link
-//! mixes with loss, reordering, duplication, jitter and path cuts, every stream byte arrives
+//! Property tests of the protocol core in the simulator: over random seeds, random link
+//! mixes with loss, reordering, duplication, jitter and path cuts, and every scheduler, every stream byte arrives
 //! exactly once and in order, every datagram at most once, nothing panics or stalls, and the
 //! reorder buffer stays within the flow-control window.
 //!
 //! `PROPTEST_CASES=1000 cargo test -p braid-sim --release --test properties` runs more seeds.
 //! Failing cases are kept by proptest in `proptest-regressions/` and as named tests below.
 
+use braid_core::scheduler::Kind;
 use braid_core::SessionConfig;
 use braid_sim::link::LinkSpec;
 use braid_sim::{run, FlowSpec, SimConfig};
@@ -37,20 +38,24 @@ fn link() -> impl Strategy<Value = LinkSpec> {
         })
 }
 
-fn scenario() -> impl Strategy<Value = (Vec<LinkSpec>, u64, u64, bool)> {
-    (prop::collection::vec(link(), 1..4), any::<u64>(), 20_000u64..600_000, any::<bool>())
+fn scenario() -> impl Strategy<Value = (Vec<LinkSpec>, u64, u64, usize)> {
+    (prop::collection::vec(link(), 1..4), any::<u64>(), 20_000u64..600_000, 0..Kind::ALL.len())
 }
 
-fn config(links: Vec<LinkSpec>, seed: u64, bytes: u64, round_robin: bool) -> SimConfig {
-    let mut session = SessionConfig::default();
-    if round_robin {
-        session.scheduler = braid_core::scheduler::Kind::RoundRobin;
-    }
+/// A run with the scheduler `Kind::ALL[scheduler]`.
+fn config(links: Vec<LinkSpec>, seed: u64, bytes: u64, scheduler: usize) -> SimConfig {
+    let session =
+        SessionConfig { scheduler: Kind::ALL[scheduler % Kind::ALL.len()].1, ..SessionConfig::default() };
     SimConfig {
         bulk_bytes: Some(bytes),
         flows: vec![FlowSpec { class: 1, rate_bps: 64_000, size: 200 }],
         ..SimConfig::bulk(links, Duration::from_secs(60), seed, session)
     }
+}
+
+/// Cases per run: 48, or `PROPTEST_CASES` (an explicit config would otherwise override it).
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(48)
 }
 
 fn check(cfg: &SimConfig) -> Result<(), TestCaseError> {
@@ -85,11 +90,11 @@ fn check(cfg: &SimConfig) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, failure_persistence: Some(Box::new(proptest::test_runner::FileFailurePersistence::WithSource("regressions"))), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(), failure_persistence: Some(Box::new(proptest::test_runner::FileFailurePersistence::WithSource("regressions"))), ..ProptestConfig::default() })]
 
     #[test]
-    fn every_byte_once_in_order((links, seed, bytes, rr) in scenario()) {
-        check(&config(links, seed, bytes, rr))?;
+    fn every_byte_once_in_order((links, seed, bytes, scheduler) in scenario()) {
+        check(&config(links, seed, bytes, scheduler))?;
     }
 }
 
@@ -99,7 +104,7 @@ fn same_seed_same_bytes() {
         LinkSpec::parse("8mbit/10ms/loss=1%/jitter=3ms").unwrap(),
         LinkSpec::parse("3mbit/30ms/reorder=2%").unwrap(),
     ];
-    let cfg = config(links, 42, 400_000, false);
+    let cfg = config(links, 42, 400_000, 3);
     let a = run(&cfg).unwrap();
     let b = run(&cfg).unwrap();
     assert_eq!(a.wire_digest, b.wire_digest);
@@ -113,7 +118,7 @@ fn same_seed_same_bytes() {
 fn all_links_cut_for_good_ends_with_idle_timeout() {
     let mut l = LinkSpec::parse("5mbit/10ms").unwrap();
     l.down.push((Duration::from_secs(2), Duration::MAX));
-    let mut cfg = config(vec![l], 7, 50_000_000, false);
+    let mut cfg = config(vec![l], 7, 50_000_000, 3);
     cfg.duration = Duration::from_secs(60);
     let r = run(&cfg).unwrap();
     assert!(!r.complete);
@@ -131,7 +136,7 @@ fn regression_validation_budget_stall() {
     a.rate_bps = 619_000;
     let mut b = LinkSpec::parse("1348kbit/20ms/jitter=3ms/loss=1.5%").unwrap();
     b.down.push((Duration::from_millis(1203), Duration::from_millis(5679)));
-    let cfg = config(vec![a, b], 4845003702754321244, 20000, false);
+    let cfg = config(vec![a, b], 4845003702754321244, 20000, 3);
     check(&cfg).unwrap();
 }
 
@@ -143,6 +148,6 @@ fn regression_handshake_backoff_across_outage() {
     let mut a = LinkSpec::parse("460kbit/24ms/jitter=2ms/loss=4.1%/dup=0.1%/reorder=0.1%").unwrap();
     a.down.push((Duration::from_millis(1528), Duration::from_millis(3501)));
     let b = LinkSpec::parse("300kbit/1ms").unwrap();
-    let r = run(&config(vec![a, b], 11511694696405725615, 20000, false)).unwrap();
+    let r = run(&config(vec![a, b], 11511694696405725615, 20000, 3)).unwrap();
     assert!(r.complete && r.intact, "{:?}", r.closed);
 }

@@ -83,7 +83,7 @@ pub struct LossEvent {
 }
 
 /// A per-path congestion controller.
-pub trait Controller: fmt::Debug + Send {
+pub trait Controller: fmt::Debug + Send + Sync {
     /// A packet of `bytes` left; `in_flight` counts it already.
     fn on_sent(&mut self, now: Timestamp, bytes: u64, in_flight: u64);
     /// Data was acknowledged.

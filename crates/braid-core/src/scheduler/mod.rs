@@ -202,7 +202,7 @@ pub struct ClassView {
 }
 
 /// A packet scheduler.
-pub trait Scheduler: fmt::Debug + Send {
+pub trait Scheduler: fmt::Debug + Send + Sync {
     /// Name as used on the command line.
     fn name(&self) -> &'static str;
     /// Chooses where the next packet goes.
