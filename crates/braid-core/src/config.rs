@@ -62,8 +62,12 @@ pub struct SessionConfig {
     pub blackout_freeze: bool,
     /// Do not cut the window for losses classed as random (seeds 001, 003).
     pub loss_discrimination: bool,
-    /// Leave out paths that would lower the total, keeping them in standby until they improve
-    /// (seeds 000, 002; see `scheduler::admission`).
+    /// Leave out paths that seeds 000/002 predict would lower the total, keeping them in
+    /// standby until they improve (see `scheduler::admission`). Off by default: those rules
+    /// describe one TCP flow striped over links, and with braid's per-path congestion control
+    /// and frame retransmission on any path a lossy path still adds goodput (see
+    /// docs/experiments.md); turn it on when the traffic inside the session is itself loss-based
+    /// TCP striped across paths.
     pub path_admission: bool,
     /// Most paths per session.
     pub max_paths: usize,
@@ -90,7 +94,7 @@ impl Default for SessionConfig {
             ack_path: AckPath::default(),
             blackout_freeze: true,
             loss_discrimination: false,
-            path_admission: true,
+            path_admission: false,
             max_paths: 16,
             datagram_queue: 1024,
             classes: BTreeMap::new(),

@@ -62,10 +62,10 @@ pub struct SimArgs {
     /// Enable loss discrimination (random losses do not cut the window).
     #[arg(long)]
     loss_discrimination: bool,
-    /// Disable path admission (by default a path that would lower the total is kept in
-    /// standby until it improves).
+    /// Enable path admission: a path that the seed 000/002 rules predict would lower the total
+    /// is kept in standby until it improves.
     #[arg(long)]
-    no_admission: bool,
+    admission: bool,
     /// Static weights for wrr, one per link in link order (e.g. 4,2,1); `auto` or omitted
     /// links are weighted from their measured capacity.
     #[arg(long, value_name = "W,W,...", value_parser = parse_weights)]
@@ -213,7 +213,7 @@ pub fn config(args: &SimArgs) -> anyhow::Result<SimConfig> {
         ack_path: args.ack_path,
         blackout_freeze: !args.no_blackout_freeze,
         loss_discrimination: args.loss_discrimination,
-        path_admission: !args.no_admission,
+        path_admission: args.admission,
         ..SessionConfig::default()
     };
     let flows = args.workload.flows(args.datagram_size);

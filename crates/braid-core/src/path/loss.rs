@@ -150,8 +150,11 @@ impl Path {
         for p in &lost[first..] {
             if p.ack_eliciting {
                 self.stats.packets_lost += 1;
-                self.monitor.on_packet_outcome(true, random_verdict);
                 self.monitor.on_lost_for_pair(p.pn);
+                // Packets stranded by a blackout are the blackout's, not the link's loss rate.
+                if !p.requeued {
+                    self.monitor.on_packet_outcome(true, random_verdict);
+                }
             }
             if !p.in_flight || p.requeued {
                 continue;

@@ -15,6 +15,13 @@
 //!    S_i·(1 − p_i). A path is admitted only if adding it raises the group's bound. With
 //!    C ≈ 1.3 as the paper gives; a path with no measurable loss is bounded by its capacity.
 //!
+//! Both rules model one loss-based TCP flow striped over the links (seed 002 stripes at the
+//! network layer; seed 000's bound is a TCP throughput bound). braid's own transport has a
+//! controller per path and resends a lost frame on any path, so a lossy path costs only its own
+//! window: measured in the simulator, leaving such a path out lowers braid's goodput (see
+//! docs/experiments.md). Admission is therefore off by default (`SessionConfig::path_admission`)
+//! and meant for sessions whose traffic is itself such a flow.
+//!
 //! A path leaves only on enough evidence (100 packet outcomes on it and on the best path) and
 //! comes back with a margin (its loss disparity below 3/4 of the limit, and a bound gain of
 //! 2 %), so a path near the limit does not flap. The session applies a verdict only when the

@@ -26,9 +26,9 @@
 //! * **Work-conserving** schedulers (`minrtt`, `edpf`, `backup`, `deadline`, `redundant`) look
 //!   at when each path can send and where a packet would arrive first.
 //!
-//! Every scheduler but `redundant` and the priority-aware ones respects path admission
-//! ([`admission`]) for stream data: a path the monitor put in standby carries no stream data
-//! while others can ([`eligible_for`]).
+//! When path admission ([`admission`], off by default) is on, every scheduler but `redundant`
+//! and the priority-aware ones respects it for stream data: a path the monitor put in standby
+//! carries no stream data while others can ([`eligible_for`]).
 
 pub mod admission;
 pub mod backup;

@@ -203,6 +203,8 @@ pub struct Session {
     next_housekeeping: Timestamp,
     /// When path admission runs next.
     next_admission: Timestamp,
+    /// When a packet carrying application data (stream bytes, datagrams) last left.
+    last_data_sent: Option<Timestamp>,
 }
 
 impl fmt::Debug for Session {
@@ -263,6 +265,7 @@ impl Session {
             scheduler_seed,
             next_housekeeping: now,
             next_admission: now,
+            last_data_sent: None,
             config,
         }
     }

@@ -4,7 +4,8 @@
 //!
 //! * the traffic classes' measured rates go to the schedulers (`Scheduler::on_classes`);
 //! * a packet pair is asked for on every path that is not saturated and whose last pair is
-//!   old (`Monitor::maybe_request_pair`);
+//!   old (`Monitor::maybe_request_pair`), and paths left out by admission are pinged up to
+//!   five times a second (1 % of their capacity at most), while the session carries data;
 //! * every 500 ms path admission runs (`scheduler::admission`) and moves paths between active
 //!   and standby, no path more often than every 2 s.
 
@@ -20,6 +21,12 @@ use std::time::Duration;
 const HOUSEKEEPING: Duration = Duration::from_millis(100);
 /// How often path admission runs.
 const ADMISSION: Duration = Duration::from_millis(500);
+/// A path in standby is probed at most this often while the session carries data…
+const STANDBY_PROBE: Duration = Duration::from_millis(200);
+/// …with probes of about this many bytes on the wire.
+const PING_BYTES: f64 = 80.0;
+/// Packet pairs are repeated for this long after the last application data left.
+const PAIRS_AFTER_DATA: Duration = Duration::from_secs(5);
 
 impl Session {
     /// Runs the periodic work if it is due.
@@ -35,9 +42,20 @@ impl Session {
                 s.on_classes(now, &classes);
             }
         }
-        for p in self.paths.iter_mut().filter(|p| p.state == PathState::Active) {
-            let capacity = p.capacity(now);
-            p.monitor.maybe_request_pair(now, capacity, p.mtu);
+        // Repeated packet pairs only while the session carries data: an idle session (a phone
+        // on a metered link) costs its keepalives and nothing more.
+        if self.last_data_sent.is_some_and(|t| now < t + PAIRS_AFTER_DATA) {
+            for p in self.paths.iter_mut().filter(|p| p.state == PathState::Active) {
+                let capacity = p.capacity(now);
+                p.monitor.maybe_request_pair(now, capacity, p.mtu);
+                // A path left out by admission is pinged up to five times a second (at most 1 %
+                // of its capacity), so that its loss rate (and re-admission) follows the link.
+                let cost = Duration::from_secs_f64(PING_BYTES / (0.01 * capacity.max(1.0)));
+                let every = STANDBY_PROBE.max(cost).min(Duration::from_secs(5));
+                if !p.admitted && p.last_eliciting_sent.is_none_or(|t| now >= t + every) {
+                    p.probes_due = p.probes_due.max(1);
+                }
+            }
         }
         if self.config.path_admission && now >= self.next_admission {
             self.next_admission = now + ADMISSION;

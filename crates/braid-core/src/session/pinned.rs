@@ -199,6 +199,7 @@ impl Session {
                 }
             };
             self.pinned.retain(|_, q| !q.is_empty());
+            self.last_data_sent = Some(now);
             return Some(t);
         }
         None

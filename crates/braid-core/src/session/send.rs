@@ -502,6 +502,7 @@ impl Session {
         b.frames.push(SentFrame::Stream { id, offset: chunk.offset, len: chunk.len as u32, fin: chunk.fin });
         b.ack_eliciting = true;
         self.write_acks(now, &mut b, buf, true);
+        self.last_data_sent = Some(now);
         Some(self.seal_and_record(now, b, buf, None))
     }
 
@@ -563,6 +564,9 @@ impl Session {
             // Only ACKs fit (nothing else was ready): still a valid packet.
             encode::ping(buf);
             b.ack_eliciting = true;
+        }
+        if b.frames.iter().any(|f| matches!(f, SentFrame::Stream { .. } | SentFrame::Datagram { .. })) {
+            self.last_data_sent = Some(now);
         }
         let payload = (!copies.is_empty()).then(|| buf[DATA_HEADER_LEN..].to_vec());
         let frames = b.frames.clone();
