@@ -375,12 +375,6 @@ impl Role for ClientRole {
     }
 }
 
-fn random_u64() -> u64 {
-    let mut b = [0u8; 8];
-    let _ = ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut b);
-    u64::from_be_bytes(b)
-}
-
 impl Supervisor {
     async fn run(
         self,
@@ -407,8 +401,14 @@ impl Supervisor {
             let epoch = Instant::now();
             let stamp = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
             let l0 = &links[start];
-            let mut session =
-                Session::connect(&cfg, Timestamp::ZERO, Some(l0.link.local), l0.server, random_u64(), stamp);
+            let mut session = Session::connect(
+                &cfg,
+                Timestamp::ZERO,
+                Some(l0.link.local),
+                l0.server,
+                crate::keyfile::random_u64(),
+                stamp,
+            );
             self.board.set_note(Some(format!("connecting to {} over {}", self.settings.server, l0.label)));
             let (inbox_tx, inbox) = mpsc::channel(1024);
             let role =

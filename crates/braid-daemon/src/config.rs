@@ -313,6 +313,8 @@ pub struct ServerFlags {
     pub status: Option<SocketAddr>,
     /// `--scheduler`.
     pub scheduler: Option<Kind>,
+    /// `--set KEY=VALUE` overrides of any file key.
+    pub sets: Vec<String>,
 }
 
 /// Flags that override the client file.
@@ -336,14 +338,61 @@ pub struct ClientFlags {
     pub status: Option<SocketAddr>,
     /// `--scheduler`.
     pub scheduler: Option<Kind>,
+    /// `--set KEY=VALUE` overrides of any file key.
+    pub sets: Vec<String>,
 }
 
-/// Reads and parses a TOML file, turning errors into `FILE:LINE: KEY: problem`.
-fn load<T: for<'de> Deserialize<'de> + Default>(path: Option<&Path>) -> Result<T, Failure> {
-    let Some(path) = path else { return Ok(T::default()) };
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Failure::Config(format!("config file {}: cannot read it: {e}", path.display())))?;
-    toml::from_str(&text).map_err(|e| Failure::Config(describe_toml_error(path, &text, &e)))
+/// Reads and parses a TOML file, turning errors into `FILE:LINE: KEY: problem`, then applies
+/// `--set KEY=VALUE` overrides (dotted keys into the same structure as the file).
+fn load<T: for<'de> Deserialize<'de> + Default>(path: Option<&Path>, sets: &[String]) -> Result<T, Failure> {
+    let text = match path {
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| Failure::Config(format!("config file {}: cannot read it: {e}", path.display())))?,
+        None => String::new(),
+    };
+    let parsed: T = match path {
+        Some(path) => {
+            toml::from_str(&text).map_err(|e| Failure::Config(describe_toml_error(path, &text, &e)))?
+        }
+        None => T::default(),
+    };
+    if sets.is_empty() {
+        return Ok(parsed);
+    }
+    let mut table: toml::Table =
+        toml::from_str(&text).map_err(|e| Failure::Config(e.message().to_string()))?;
+    for set in sets {
+        apply_set(&mut table, set).map_err(|e| Failure::Config(format!("--set '{set}': {e}")))?;
+    }
+    T::deserialize(toml::Value::Table(table)).map_err(|e| {
+        Failure::Config(format!("--set {}: {}", sets.join(" --set "), e.message().trim().replace('\n', " ")))
+    })
+}
+
+/// Applies one `KEY=VALUE` override: `session.congestion=cubic`, `link=["eth0","wwan0"]`.
+/// The value is read as TOML, or as a string when it is not TOML.
+pub fn apply_set(table: &mut toml::Table, set: &str) -> Result<(), String> {
+    let (key, value) = set.split_once('=').ok_or("expected KEY=VALUE")?;
+    let key = key.trim();
+    if key.is_empty() || key.split('.').any(str::is_empty) {
+        return Err("the key is empty".into());
+    }
+    let value: toml::Value = toml::from_str::<toml::Table>(&format!("v = {}", value.trim()))
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(value.trim().to_string()));
+    let mut parts: Vec<&str> = key.split('.').collect();
+    let last = parts.pop().expect("at least one part");
+    let mut cur = table;
+    for p in parts {
+        cur = cur
+            .entry(p)
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+            .as_table_mut()
+            .ok_or_else(|| format!("'{p}' is not a table"))?;
+    }
+    cur.insert(last.to_string(), value);
+    Ok(())
 }
 
 /// One line: `FILE:LINE: KEY: message`.
@@ -374,7 +423,7 @@ fn secret_from(path: Option<PathBuf>, what: &str) -> Result<StaticSecret, Failur
 impl ServerSettings {
     /// Builds the server settings from an optional file and flags.
     pub fn load(file: Option<&Path>, flags: ServerFlags) -> Result<ServerSettings, Failure> {
-        let f: ServerFile = load(file)?;
+        let f: ServerFile = load(file, &flags.sets)?;
         let mut session = SessionConfig::default();
         f.session.apply(&mut session).map_err(Failure::Config)?;
         if let Some(k) = flags.scheduler {
@@ -427,7 +476,7 @@ impl ServerSettings {
 impl ClientSettings {
     /// Builds the client settings from an optional file and flags.
     pub fn load(file: Option<&Path>, flags: ClientFlags) -> Result<ClientSettings, Failure> {
-        let f: ClientFile = load(file)?;
+        let f: ClientFile = load(file, &flags.sets)?;
         let mut session = SessionConfig::default();
         f.session.apply(&mut session).map_err(Failure::Config)?;
         if let Some(k) = flags.scheduler {
@@ -512,6 +561,22 @@ mod tests {
         assert!(m.contains("bad3.toml:2: scheduler:") && m.contains("unknown scheduler"), "{m}");
         let m = ServerSettings::load(None, ServerFlags::default()).unwrap_err().to_string();
         assert!(m.contains("no listen address"), "{m}");
+    }
+
+    #[test]
+    fn set_overrides_any_key() {
+        let p = write("base.toml", "server = \"h:1\"\n[session]\ncongestion = \"bbr\"\n");
+        let mut t: toml::Table = toml::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        apply_set(&mut t, "session.congestion=cubic").unwrap();
+        apply_set(&mut t, "link=[\"eth0\", \"wwan0\"]").unwrap();
+        apply_set(&mut t, "session.idle_timeout=5s").unwrap();
+        let f: ClientFile = ClientFile::deserialize(toml::Value::Table(t)).unwrap();
+        assert_eq!(f.link, vec!["eth0", "wwan0"]);
+        assert!(matches!(f.session.congestion, Some(Parsed(Algorithm::Cubic))));
+        assert!(apply_set(&mut toml::Table::new(), "novalue").is_err());
+        let flags = ServerFlags { sets: vec!["session.scheduler=warp".into()], ..Default::default() };
+        let m = ServerSettings::load(None, flags).unwrap_err().to_string();
+        assert!(m.contains("--set session.scheduler=warp") && m.contains("unknown scheduler"), "{m}");
     }
 
     #[test]

@@ -323,11 +323,7 @@ impl<R: Role> Driver<R> {
                     let _ = s.to_app.send(Inbound::Reset(*code));
                 }
             }
-            Event::Stream(StreamEvent::Finished(id)) => {
-                if self.streams.get(id).is_some_and(|s| s.delivered_end) {
-                    self.streams.remove(id);
-                }
-            }
+            Event::Stream(StreamEvent::Finished(id)) => self.reap(*id),
             Event::DatagramReceived => {
                 while let Some(d) = self.session.recv_datagram() {
                     self.role.on_datagram(d);
@@ -397,6 +393,7 @@ impl<R: Role> Driver<R> {
                 Ok(None) => {
                     let _ = s.to_app.send(Inbound::Fin);
                     s.delivered_end = true;
+                    self.reap(id);
                     return;
                 }
                 Err(StreamError::Blocked) => return,
@@ -411,6 +408,15 @@ impl<R: Role> Driver<R> {
                     return;
                 }
             }
+        }
+    }
+
+    /// Drops the bridge of a stream whose end was delivered once the core has forgotten the
+    /// stream (both halves done), whichever of the two happened last.
+    fn reap(&mut self, id: StreamId) {
+        let gone = matches!(self.session.write_room(id), Err(StreamError::Unknown));
+        if gone && self.streams.get(&id).is_some_and(|s| s.delivered_end && s.pending.is_empty()) {
+            self.streams.remove(&id);
         }
     }
 

@@ -49,9 +49,7 @@ impl UdpRegistry {
 }
 
 fn rand_u32() -> u32 {
-    let mut b = [0u8; 4];
-    let _ = ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut b);
-    u32::from_be_bytes(b)
+    crate::keyfile::random_u64() as u32
 }
 
 /// Opens a stream to `target` and waits for the server's answer.

@@ -12,6 +12,14 @@ pub fn generate() -> StaticSecret {
     StaticSecret::from_bytes(bytes)
 }
 
+/// A random 64-bit number from the operating system (session seeds, association ids).
+pub fn random_u64() -> u64 {
+    let mut b = [0u8; 8];
+    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut b)
+        .expect("the operating system provides randomness");
+    u64::from_be_bytes(b)
+}
+
 /// Reads a private key file, warning (through `warn`) when its permissions are loose.
 pub fn read_secret(path: &Path, warn: impl FnOnce(String)) -> Result<StaticSecret, Failure> {
     let text = std::fs::read_to_string(path)

@@ -48,12 +48,6 @@ impl Drop for ServerHandle {
     }
 }
 
-fn random_u64() -> u64 {
-    let mut b = [0u8; 8];
-    let _ = ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut b);
-    u64::from_be_bytes(b)
-}
-
 /// Starts a server.
 pub async fn start_server(settings: ServerSettings) -> Result<ServerHandle, Failure> {
     let link = UdpLink::bind(settings.listen, None)
@@ -75,7 +69,7 @@ pub async fn start_server(settings: ServerSettings) -> Result<ServerHandle, Fail
         clients: settings.clients.iter().map(|c| c.key).collect(),
         session: settings.session.clone(),
     };
-    let endpoint = Endpoint::new(core, random_u64());
+    let endpoint = Endpoint::new(core, crate::keyfile::random_u64());
     let addr = link.local;
     tracing::info!(%addr, clients = settings.clients.len(), "server listening");
     tasks.push(tokio::spawn(endpoint_loop(link, endpoint, Arc::new(settings), board.clone())));

@@ -3,13 +3,13 @@
 //! association a UDP socket.
 
 use crate::appproto::{decode_connect, decode_udp, encode_reply, encode_udp, Status, Target, CLASS_UDP};
-use crate::bridge::{AppMsg, Inbound, StreamEnds, StreamReader};
+use crate::bridge::{AppMsg, StreamEnds, StreamReader};
 use crate::config::ClientPolicy;
 use crate::driver::Role;
 use crate::egress::EgressPolicy;
 use crate::splice::splice;
 use braid_core::datagram::Datagram;
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
@@ -106,21 +106,7 @@ fn connect_status(e: &io::Error) -> Status {
 
 /// Reads the CONNECT request from the start of a stream.
 async fn read_request(reader: &mut StreamReader) -> Result<(Target, Bytes), Status> {
-    let mut acc = BytesMut::new();
-    loop {
-        match reader.recv().await {
-            Some(Inbound::Data(b)) => {
-                reader.consumed(b.len());
-                acc.extend_from_slice(&b);
-                match decode_connect(&acc) {
-                    Ok(Some((t, n))) => return Ok((t, acc.split_off(n).freeze())),
-                    Ok(None) if acc.len() < 300 => {}
-                    _ => return Err(Status::BadRequest),
-                }
-            }
-            _ => return Err(Status::BadRequest),
-        }
-    }
+    crate::splice::read_header(reader, 300, decode_connect).await.map_err(|_| Status::BadRequest)
 }
 
 async fn egress_stream(ends: StreamEnds, policy: Arc<EgressPolicy>, over_limit: bool, client: &str) {

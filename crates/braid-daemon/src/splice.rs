@@ -12,23 +12,36 @@ const TCP_READ: usize = 64 * 1024;
 /// Stream bytes gathered into one TCP write at most.
 const TCP_WRITE: usize = 256 * 1024;
 
-/// Reads the server's reply at the start of a stream; returns it and any bytes after it.
-pub async fn read_reply(reader: &mut StreamReader) -> Result<(Status, Bytes), String> {
+/// Reads the header at the start of a stream with `decode` (which answers `Ok(None)` while it
+/// needs more bytes); returns the header and the bytes after it. At most `limit` bytes are read.
+pub async fn read_header<T>(
+    reader: &mut StreamReader,
+    limit: usize,
+    decode: impl Fn(&[u8]) -> Result<Option<(T, usize)>, String>,
+) -> Result<(T, Bytes), String> {
     let mut acc = BytesMut::new();
     loop {
         match reader.recv().await {
             Some(Inbound::Data(b)) => {
                 reader.consumed(b.len());
                 acc.extend_from_slice(&b);
-                if let Some(status) = decode_reply(&acc)? {
-                    return Ok((status, acc.split_off(2).freeze()));
+                if let Some((header, n)) = decode(&acc)? {
+                    return Ok((header, acc.split_off(n).freeze()));
+                }
+                if acc.len() > limit {
+                    return Err("the stream header is too long".into());
                 }
             }
             Some(Inbound::Fin) | Some(Inbound::Reset(_)) | None => {
-                return Err("the stream ended before the server answered".into())
+                return Err("the stream ended before its header".into())
             }
         }
     }
+}
+
+/// Reads the server's reply at the start of a stream; returns it and any bytes after it.
+pub async fn read_reply(reader: &mut StreamReader) -> Result<(Status, Bytes), String> {
+    read_header(reader, 2, |b| Ok(decode_reply(b)?.map(|s| (s, 2)))).await
 }
 
 /// Copies both ways until both directions are done. `first` is written to TCP before the rest.

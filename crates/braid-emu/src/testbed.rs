@@ -33,6 +33,10 @@ pub struct TestbedConfig {
     pub forwards: Vec<String>,
     /// Serve status APIs.
     pub status: bool,
+    /// SOCKS5 username and password required by the client.
+    pub socks_auth: Option<(String, String)>,
+    /// Streams the server lets the client have open at once.
+    pub max_streams: u64,
 }
 
 impl TestbedConfig {
@@ -44,6 +48,8 @@ impl TestbedConfig {
             socks: true,
             forwards: Vec::new(),
             status: false,
+            socks_auth: None,
+            max_streams: 1024,
         }
     }
 
@@ -116,7 +122,7 @@ pub fn client_settings(
             })
             .collect(),
         socks: cfg.socks.then(|| "127.0.0.1:0".parse().expect("literal")),
-        socks_auth: None,
+        socks_auth: cfg.socks_auth.clone(),
         forwards: cfg
             .forwards
             .iter()
@@ -131,7 +137,9 @@ impl Testbed {
     /// Starts server, relays and client, and waits for the session (up to 10 s).
     pub async fn start(cfg: TestbedConfig) -> Result<Testbed, Failure> {
         let keys = Keys::generate();
-        let server = start_server(server_settings(&keys, cfg.session.clone(), cfg.status)).await?;
+        let mut ss = server_settings(&keys, cfg.session.clone(), cfg.status);
+        ss.clients[0].max_streams = cfg.max_streams;
+        let server = start_server(ss).await?;
         let mut relays = Vec::new();
         for (i, spec) in cfg.links.iter().enumerate() {
             relays.push(

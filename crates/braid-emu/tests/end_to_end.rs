@@ -6,7 +6,7 @@ use braid_emu::testbed::{
     client_settings, download_socks, server_settings, start_source, Keys, Testbed, TestbedConfig,
 };
 use braid_sim::LinkSpec;
-use fast_socks5::client::Socks5Datagram;
+use fast_socks5::client::{Config, Socks5Datagram, Socks5Stream};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
@@ -205,4 +205,63 @@ async fn the_server_survives_garbage_on_its_port() {
     let st = bed.server.board.snapshot();
     let dropped: u64 = st.endpoint_dropped.values().sum();
     assert!(dropped > 1000, "garbage was not counted: {:?}", st.endpoint_dropped);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn socks5_with_a_password_admits_only_the_right_one() {
+    let source = start_source(1 << 20, 5).await.unwrap();
+    let cfg = TestbedConfig {
+        socks_auth: Some(("me".into(), "s3cret".into())),
+        ..TestbedConfig::new(links(&["50mbit/5ms"]))
+    };
+    let bed = Testbed::start(cfg).await.unwrap();
+    let socks = bed.client.socks_addr.unwrap();
+    let target = source.addr;
+    let wrong = Socks5Stream::connect_with_password(
+        socks,
+        target.ip().to_string(),
+        target.port(),
+        "me".into(),
+        "guess".into(),
+        Config::default(),
+    )
+    .await;
+    assert!(wrong.is_err(), "a wrong password was admitted");
+    let none = Socks5Stream::connect(socks, target.ip().to_string(), target.port(), Config::default()).await;
+    assert!(none.is_err(), "no password was admitted");
+    let mut ok = Socks5Stream::connect_with_password(
+        socks,
+        target.ip().to_string(),
+        target.port(),
+        "me".into(),
+        "s3cret".into(),
+        Config::default(),
+    )
+    .await
+    .unwrap();
+    let mut all = Vec::new();
+    ok.read_to_end(&mut all).await.unwrap();
+    assert_eq!(all.len() as u64, source.len);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_servers_stream_limit_refuses_the_extra_stream() {
+    // A destination that holds connections open.
+    let hold = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let target = hold.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((c, _)) = hold.accept().await {
+            held.push(c);
+        }
+    });
+    let cfg = TestbedConfig { max_streams: 2, ..TestbedConfig::new(links(&["50mbit/5ms"])) };
+    let bed = Testbed::start(cfg).await.unwrap();
+    let socks = bed.client.socks_addr.unwrap();
+    let open = || Socks5Stream::connect(socks, target.ip().to_string(), target.port(), Config::default());
+    let a = open().await.expect("first stream");
+    let b = open().await.expect("second stream");
+    let c = open().await;
+    assert!(c.is_err(), "a third stream got through a limit of two");
+    drop((a, b));
 }

@@ -39,6 +39,9 @@ pub struct ServerArgs {
     /// Packet scheduler for traffic towards clients.
     #[arg(long, value_parser = parse_scheduler)]
     scheduler: Option<Kind>,
+    /// Set any configuration key, as in the file: --set session.congestion=cubic (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
 }
 
 /// Arguments of `braid client`.
@@ -82,6 +85,9 @@ pub struct ClientArgs {
     /// Packet scheduler.
     #[arg(long, value_parser = parse_scheduler)]
     scheduler: Option<Kind>,
+    /// Set any configuration key, as in the file: --set session.idle_timeout=60s (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
 }
 
 fn fail(f: Failure) -> ExitCode {
@@ -98,6 +104,7 @@ pub async fn server(args: ServerArgs) -> ExitCode {
         allow_private: args.allow_private,
         status: args.status,
         scheduler: args.scheduler,
+        sets: args.sets,
     };
     let settings = match ServerSettings::load(args.config.as_deref(), flags) {
         Ok(s) => s,
@@ -129,6 +136,7 @@ pub async fn client(args: ClientArgs) -> ExitCode {
         forwards: args.forwards,
         status: args.status,
         scheduler: args.scheduler,
+        sets: args.sets,
     };
     let settings = match ClientSettings::load(args.config.as_deref(), flags) {
         Ok(s) => s,

@@ -32,6 +32,11 @@ const LIVENESS_MIN: Duration = Duration::from_millis(50);
 /// The smallest packet worth sending on a path under anti-amplification limits.
 pub(super) const MIN_PROBE_BUDGET: usize = DATA_HEADER_LEN + TAG_LEN + 20;
 
+/// How often a path that only carries ACKs sends an ack-eliciting one.
+fn liveness(path: &crate::path::Path) -> Duration {
+    path.rtt.smoothed().max(LIVENESS_MIN)
+}
+
 /// A packet being built in the caller's buffer.
 pub(super) struct Builder {
     pub(super) idx: usize,
@@ -241,9 +246,16 @@ impl Session {
     }
 
     /// The path that carries acknowledgements for path `for_idx`.
-    fn ack_carrier(&self, for_idx: usize) -> usize {
+    fn ack_carrier(&self, for_idx: usize, now: Timestamp) -> usize {
         let own = &self.paths[for_idx];
         if self.config.ack_path == AckPath::SamePath && own.state != PathState::Closed {
+            return for_idx;
+        }
+        // A path whose own ACKs ride elsewhere still gets one (with a PING) on itself every
+        // liveness interval: were the carrier to die, its ACKs would stop too and the path
+        // would be suspected in sympathy (seen in the lab when the fast path was cut).
+        if own.state == PathState::Active && own.last_eliciting_sent.is_none_or(|t| now - t >= liveness(own))
+        {
             return for_idx;
         }
         // Offloading-ACK (seed 003): the fastest path that is known to be answering.
@@ -257,12 +269,13 @@ impl Session {
 
     fn poll_acks(&mut self, now: Timestamp, buf: &mut Vec<u8>) -> Option<Transmit> {
         let due = self.paths.iter().position(|p| p.received.ack_due(now))?;
-        let idx = self.ack_carrier(due);
+        let idx = self.ack_carrier(due, now);
         let mut b = self.start(idx, buf);
         self.write_acks(now, &mut b, buf, true);
         let path = &self.paths[idx];
-        let liveness = path.rtt.smoothed().max(LIVENESS_MIN);
-        if path.state == PathState::Active && path.last_eliciting_sent.is_none_or(|t| now - t >= liveness) {
+        if path.state == PathState::Active
+            && path.last_eliciting_sent.is_none_or(|t| now - t >= liveness(path))
+        {
             encode::ping(buf);
             b.ack_eliciting = true;
         }
