@@ -58,6 +58,9 @@ pub struct SessionConfig {
     pub scheduler: scheduler::Kind,
     /// Where acknowledgements travel.
     pub ack_path: AckPath,
+    /// The DATA packet AEAD this side asks for; AES-256-GCM is used only when both sides ask
+    /// for it ([`crate::crypto::aead::Cipher::agree`]).
+    pub cipher: crate::crypto::aead::Cipher,
     /// Keep a silent path's congestion state and restore it when it answers (seed 003).
     pub blackout_freeze: bool,
     /// Do not cut the window for losses classed as random (seeds 001, 003).
@@ -92,6 +95,7 @@ impl Default for SessionConfig {
             congestion: Algorithm::default(),
             scheduler: scheduler::Kind::default(),
             ack_path: AckPath::default(),
+            cipher: crate::crypto::aead::Cipher::default(),
             blackout_freeze: true,
             loss_discrimination: false,
             path_admission: false,

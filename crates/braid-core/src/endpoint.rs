@@ -142,7 +142,7 @@ impl Endpoint {
         }
         let timestamp = responder.timestamp;
         let client_session = responder.client_session_id;
-        let (resp, keys) = responder.accept(id);
+        let (resp, keys) = responder.accept(id, self.session_config.cipher);
         let session = Session::accept(
             self.session_config.clone(),
             now,

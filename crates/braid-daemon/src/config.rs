@@ -7,6 +7,7 @@ use crate::egress::EgressPolicy;
 use crate::error::Failure;
 use crate::keyfile;
 use braid_core::cc::Algorithm;
+use braid_core::crypto::aead::Cipher;
 use braid_core::scheduler::Kind;
 use braid_core::units::parse_duration;
 use braid_core::{AckPath, PublicKey, SessionConfig, StaticSecret};
@@ -59,6 +60,7 @@ pub struct SessionSection {
     ack_path: Option<String>,
     blackout_freeze: Option<bool>,
     loss_discrimination: Option<bool>,
+    cipher: Option<Parsed<Cipher>>,
 }
 
 impl SessionSection {
@@ -108,6 +110,9 @@ impl SessionSection {
         }
         if let Some(v) = self.loss_discrimination {
             c.loss_discrimination = v;
+        }
+        if let Some(v) = &self.cipher {
+            c.cipher = v.0;
         }
         Ok(())
     }
@@ -424,7 +429,7 @@ impl ServerSettings {
     /// Builds the server settings from an optional file and flags.
     pub fn load(file: Option<&Path>, flags: ServerFlags) -> Result<ServerSettings, Failure> {
         let f: ServerFile = load(file, &flags.sets)?;
-        let mut session = SessionConfig::default();
+        let mut session = SessionConfig { cipher: Cipher::fastest_here(), ..SessionConfig::default() };
         f.session.apply(&mut session).map_err(Failure::Config)?;
         if let Some(k) = flags.scheduler {
             session.scheduler = k;
@@ -477,7 +482,7 @@ impl ClientSettings {
     /// Builds the client settings from an optional file and flags.
     pub fn load(file: Option<&Path>, flags: ClientFlags) -> Result<ClientSettings, Failure> {
         let f: ClientFile = load(file, &flags.sets)?;
-        let mut session = SessionConfig::default();
+        let mut session = SessionConfig { cipher: Cipher::fastest_here(), ..SessionConfig::default() };
         f.session.apply(&mut session).map_err(Failure::Config)?;
         if let Some(k) = flags.scheduler {
             session.scheduler = k;

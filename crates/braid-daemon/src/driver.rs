@@ -8,13 +8,14 @@ use crate::bridge::{pair, AppMsg, DriverEnd, Inbound, StreamEnds};
 use crate::status::{session_status, RateMemory, StatusBoard};
 use crate::udp::{canonical, Incoming, UdpLink};
 use braid_core::datagram::Datagram;
+use braid_core::scheduler::Kind;
 use braid_core::{CloseReason, Event, PathId, Session, StreamError, StreamEvent, StreamId, Timestamp};
 use bytes::Bytes;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::{mpsc, watch, Notify};
 use tokio::time::Instant;
 
 /// Packets one round may send before the driver looks at its inbox again.
@@ -64,6 +65,8 @@ pub struct Driver<R: Role> {
     board: Option<StatusBoard>,
     peer_label: String,
     rates: RateMemory,
+    /// Live scheduler switches asked for on the status API.
+    scheduler_rx: Option<watch::Receiver<Option<Kind>>>,
 }
 
 /// How a driver is wired.
@@ -105,6 +108,7 @@ impl<R: Role> Driver<R> {
             kick: Arc::new(Notify::new()),
             streams: HashMap::new(),
             pending_opens: VecDeque::new(),
+            scheduler_rx: board.as_ref().map(|b| b.scheduler_requests()),
             board,
             peer_label,
             rates: RateMemory::default(),
@@ -139,7 +143,13 @@ impl<R: Role> Driver<R> {
         let mut received: Vec<Vec<Incoming>> = Vec::new();
         let mut requests: Vec<AppMsg> = Vec::new();
         let mut link_msgs: Vec<LinkMsg> = Vec::new();
+        let mut switch_to = self.scheduler_rx.as_mut().and_then(|rx| *rx.borrow_and_update());
         loop {
+            if let Some(kind) = switch_to.take() {
+                tracing::info!(session = self.session.id(), scheduler = kind.name(), "scheduler switched");
+                self.session.set_scheduler(kind);
+                self.publish();
+            }
             let now = self.now();
             // 1. Receive.
             while let Ok(b) = self.inbox.try_recv() {
@@ -214,11 +224,21 @@ impl<R: Role> Driver<R> {
                     None => std::future::pending().await,
                 }
             };
+            let switch = async {
+                match self.scheduler_rx.as_mut() {
+                    Some(rx) => match rx.changed().await {
+                        Ok(()) => *rx.borrow_and_update(),
+                        Err(_) => std::future::pending().await,
+                    },
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 biased;
                 Some(b) = self.inbox.recv() => received.push(b),
                 Some(m) = self.app_rx.recv() => requests.push(m),
                 Some(m) = links => link_msgs.push(m),
+                Some(k) = switch => switch_to = Some(k),
                 _ = self.kick.notified() => {}
                 _ = sleep => {}
                 _ = status_tick => {}

@@ -1,11 +1,14 @@
 //! The status document and Prometheus metrics each daemon serves on its status port:
-//! `GET /status` (JSON), `GET /metrics` (Prometheus text), `GET /` (a small live page).
+//! `GET /status` (JSON), `GET /metrics` (Prometheus text), `GET /` (a small live page), and
+//! `POST /scheduler` (body: a scheduler name) to switch every session's scheduler live.
 
 use axum::extract::State;
 use axum::http::header;
+use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::{Json, Router};
+use braid_core::scheduler::Kind;
 use braid_core::{DropReason, Session};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -13,6 +16,7 @@ use std::fmt::Write;
 use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
+use tokio::sync::watch;
 
 /// One path, as published.
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
@@ -68,6 +72,9 @@ pub struct SessionStatus {
     pub established: bool,
     /// Scheduler.
     pub scheduler: String,
+    /// The packet AEAD agreed in the handshake (empty before it).
+    #[serde(default)]
+    pub cipher: String,
     /// Open streams.
     pub streams: usize,
     /// Paths.
@@ -100,6 +107,8 @@ pub struct Status {
 pub struct StatusBoard {
     inner: Arc<RwLock<Status>>,
     started: Instant,
+    /// The scheduler an operator asked for (`POST /scheduler`); drivers watch it.
+    scheduler: Arc<watch::Sender<Option<Kind>>>,
 }
 
 impl StatusBoard {
@@ -107,7 +116,11 @@ impl StatusBoard {
     pub fn new(role: &str) -> Self {
         let status =
             Status { role: role.into(), version: env!("CARGO_PKG_VERSION").into(), ..Default::default() };
-        StatusBoard { inner: Arc::new(RwLock::new(status)), started: Instant::now() }
+        StatusBoard {
+            inner: Arc::new(RwLock::new(status)),
+            started: Instant::now(),
+            scheduler: Arc::new(watch::Sender::new(None)),
+        }
     }
 
     /// Replaces (or adds) a session's entry.
@@ -133,6 +146,16 @@ impl StatusBoard {
     /// Sets the note.
     pub fn set_note(&self, note: Option<String>) {
         self.inner.write().unwrap_or_else(|e| e.into_inner()).note = note;
+    }
+
+    /// Asks every session's driver to switch to `kind` (now, and for sessions that start later).
+    pub fn request_scheduler(&self, kind: Kind) {
+        self.scheduler.send_replace(Some(kind));
+    }
+
+    /// The operator's scheduler requests, for a driver to follow.
+    pub fn scheduler_requests(&self) -> watch::Receiver<Option<Kind>> {
+        self.scheduler.subscribe()
     }
 
     /// A copy of the document.
@@ -211,6 +234,7 @@ pub fn session_status(
         peer,
         established: s.is_established(),
         scheduler: s.scheduler_name().into(),
+        cipher: s.cipher().map_or("", |c| c.name()).into(),
         streams: s.stream_count(),
         paths,
         dropped: s.stats().dropped.iter().map(|(r, n)| (r.label().to_string(), *n)).collect(),
@@ -283,6 +307,18 @@ pub fn prometheus(st: &Status) -> String {
 
 const PAGE: &str = include_str!("status_page.html");
 
+/// `POST /scheduler`: the body names a scheduler (`braid sim --help` lists them).
+async fn set_scheduler(State(b): State<StatusBoard>, body: String) -> (StatusCode, String) {
+    match body.trim().parse::<Kind>() {
+        Ok(kind) => {
+            b.request_scheduler(kind);
+            let n = b.snapshot().sessions.len();
+            (StatusCode::OK, format!("scheduler {} requested for {n} session(s)\n", kind.name()))
+        }
+        Err(e) => (StatusCode::BAD_REQUEST, format!("{e}\n")),
+    }
+}
+
 /// Serves the status API on `addr` until the task is dropped; returns the bound address.
 pub async fn serve(
     addr: SocketAddr,
@@ -297,6 +333,7 @@ pub async fn serve(
                     .into_response()
             }),
         )
+        .route("/scheduler", post(set_scheduler))
         .route("/", get(|| async { Html(PAGE) }))
         .with_state(board);
     let listener = tokio::net::TcpListener::bind(addr).await?;

@@ -265,3 +265,37 @@ async fn the_servers_stream_limit_refuses_the_extra_stream() {
     assert!(c.is_err(), "a third stream got through a limit of two");
     drop((a, b));
 }
+
+/// One HTTP/1.0 POST of `body` to `path` on `addr`; the answer's first line and body.
+async fn post(addr: std::net::SocketAddr, path: &str, body: &str) -> (String, String) {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let req = format!("POST {path} HTTP/1.0\r\nHost: {addr}\r\nContent-Length: {}\r\n\r\n{body}", body.len());
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).await.unwrap();
+    let (head, rest) = answer.split_once("\r\n\r\n").unwrap();
+    (head.lines().next().unwrap().to_string(), rest.to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_scheduler_switches_live_while_a_download_goes_on() {
+    let source = start_source(20 << 20, 4).await.unwrap();
+    let mut cfg = TestbedConfig::new(links(&["80mbit/2ms", "40mbit/8ms"]));
+    cfg.status = true;
+    let bed = Testbed::start(cfg).await.unwrap();
+    let status = bed.server.status_addr.unwrap();
+    let (bad, why) = post(status, "/scheduler", "warp").await;
+    assert!(bad.contains("400") && why.contains("unknown scheduler"), "{bad}: {why}");
+    let switcher = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        post(status, "/scheduler", "edpf").await
+    });
+    let d = download_socks(bed.client.socks_addr.unwrap(), source.addr, |_| {}).await.unwrap();
+    let (ok, msg) = switcher.await.unwrap();
+    assert!(ok.contains("200") && msg.contains("edpf"), "{ok}: {msg}");
+    assert!(d.elapsed > Duration::from_millis(600), "the download ended before the switch");
+    assert_eq!(d.sha256, source.sha256, "the download differs from the source");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let st = bed.server.board.snapshot();
+    assert_eq!(st.sessions[0].scheduler, "edpf", "{:?}", st.sessions[0]);
+}

@@ -19,19 +19,41 @@ pub struct StatusArgs {
     /// Print the raw JSON document.
     #[arg(long)]
     json: bool,
+    /// Switch the daemon's sessions to this scheduler, live (streams go on), then print.
+    #[arg(long, value_name = "NAME")]
+    scheduler: Option<String>,
 }
 
-/// Fetches `/status` with a plain HTTP/1.0 request.
-pub fn fetch(addr: SocketAddr) -> Result<Status, String> {
+/// One plain HTTP/1.0 exchange with the status API; the answer's status code and body.
+fn exchange(addr: SocketAddr, request: &str) -> Result<(u16, String), String> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).map_err(|e| {
         format!("cannot reach a braid daemon at {addr}: {e} (is it running with --status {addr}?)")
     })?;
     s.set_read_timeout(Some(Duration::from_secs(5))).map_err(|e| e.to_string())?;
-    write!(s, "GET /status HTTP/1.0\r\nHost: {addr}\r\n\r\n").map_err(|e| e.to_string())?;
-    let mut body = String::new();
-    s.read_to_string(&mut body).map_err(|e| e.to_string())?;
-    let json = body.split_once("\r\n\r\n").map(|(_, b)| b).ok_or("malformed HTTP answer")?;
-    serde_json::from_str(json).map_err(|e| format!("not a braid status document: {e}"))
+    s.write_all(request.as_bytes()).map_err(|e| e.to_string())?;
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).map_err(|e| e.to_string())?;
+    let (head, body) = answer.split_once("\r\n\r\n").ok_or("malformed HTTP answer")?;
+    let code = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).ok_or("malformed HTTP answer")?;
+    Ok((code, body.to_string()))
+}
+
+/// Asks the daemon to switch its sessions to scheduler `name`.
+pub fn switch_scheduler(addr: SocketAddr, name: &str) -> Result<String, String> {
+    let request = format!(
+        "POST /scheduler HTTP/1.0\r\nHost: {addr}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{name}",
+        name.len()
+    );
+    match exchange(addr, &request)? {
+        (200, body) => Ok(body.trim().to_string()),
+        (_, body) => Err(body.trim().to_string()),
+    }
+}
+
+/// Fetches `/status` with a plain HTTP/1.0 request.
+pub fn fetch(addr: SocketAddr) -> Result<Status, String> {
+    let (_, json) = exchange(addr, &format!("GET /status HTTP/1.0\r\nHost: {addr}\r\n\r\n"))?;
+    serde_json::from_str(&json).map_err(|e| format!("not a braid status document: {e}"))
 }
 
 fn rate(b: f64) -> String {
@@ -51,7 +73,10 @@ pub fn table(st: &Status) -> String {
         o += &format!("{n}\n");
     }
     for s in &st.sessions {
-        o += &format!("session {} — {} — scheduler {} — {} streams\n", s.id, s.peer, s.scheduler, s.streams);
+        o += &format!(
+            "session {} — {} — scheduler {} — {} — {} streams\n",
+            s.id, s.peer, s.scheduler, s.cipher, s.streams
+        );
         o += &format!(
             "  {:<4} {:<22} {:<8} {:>9} {:>14} {:>14} {:>7} {:>7}\n",
             "path", "link", "state", "rtt", "send", "receive", "loss", "lost"
@@ -78,6 +103,15 @@ pub fn table(st: &Status) -> String {
 
 /// Runs `braid status`.
 pub fn run(args: StatusArgs) -> ExitCode {
+    if let Some(name) = &args.scheduler {
+        match switch_scheduler(args.addr, name) {
+            Ok(msg) => eprintln!("braid status: {msg}"),
+            Err(e) => {
+                eprintln!("braid status: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
     loop {
         match fetch(args.addr) {
             Ok(st) if args.json => println!("{}", serde_json::to_string_pretty(&st).unwrap_or_default()),

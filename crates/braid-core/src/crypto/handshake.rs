@@ -5,16 +5,19 @@
 //!   <- s
 //!   ...
 //!   -> e, es, s, ss      HANDSHAKE_INIT: payload = client session id (u32) || timestamp (u64)
+//!                                        || preferred cipher (u8)
 //!   <- e, ee, se         HANDSHAKE_RESP: payload = status (u8) || server session id (u32)
+//!                                        || agreed cipher (u8)
 //! ```
 //! The client knows the server's static key beforehand; the server learns the client's static key
 //! from message 1 and admits it only if configured to. The timestamp (chosen by the client's
 //! driver, strictly increasing per client key) lets the server refuse a replayed message 1, as
-//! WireGuard does with TAI64N. After message 2 both sides split into two [`PacketKey`]s.
+//! WireGuard does with TAI64N. After message 2 both sides split into two [`PacketKey`]s of the
+//! cipher the server chose by [`Cipher::agree`].
 //!
 //! Randomness (the ephemeral keys) comes from a seed the caller injects, never from the OS.
 
-use super::aead::PacketKey;
+use super::aead::{Cipher, PacketKey};
 use super::keys::{PublicKey, StaticSecret};
 use crate::wire::{
     HANDSHAKE_INIT_LEN, HANDSHAKE_INIT_PAYLOAD_LEN, HANDSHAKE_RESP_LEN, HANDSHAKE_RESP_PAYLOAD_LEN,
@@ -24,7 +27,7 @@ use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
 use snow::params::{CipherChoice, DHChoice, HashChoice, NoiseParams};
 use snow::resolvers::{CryptoResolver, DefaultResolver, FallbackResolver};
-use snow::types::{Cipher, Dh, Hash, Random};
+use snow::types::{Cipher as NoiseCipher, Dh, Hash, Random};
 use snow::{Builder, HandshakeState};
 use std::sync::Mutex;
 
@@ -54,6 +57,8 @@ pub struct SessionKeys {
     pub seal: PacketKey,
     /// Opens what we receive.
     pub open: PacketKey,
+    /// The AEAD both keys use.
+    pub cipher: Cipher,
 }
 
 /// A resolver that supplies only randomness, from an injected seed; snow's default resolver
@@ -80,7 +85,7 @@ impl CryptoResolver for SeededRng {
     fn resolve_hash(&self, _: &HashChoice) -> Option<Box<dyn Hash>> {
         None
     }
-    fn resolve_cipher(&self, _: &CipherChoice) -> Option<Box<dyn Cipher>> {
+    fn resolve_cipher(&self, _: &CipherChoice) -> Option<Box<dyn NoiseCipher>> {
         None
     }
 }
@@ -94,10 +99,10 @@ fn builder(seed: u64) -> Builder<'static> {
     Builder::with_resolver(params, Box::new(resolver))
 }
 
-fn split(hs: &mut HandshakeState, initiator: bool) -> SessionKeys {
+fn split(hs: &mut HandshakeState, initiator: bool, cipher: Cipher) -> SessionKeys {
     let (i2r, r2i) = hs.dangerously_get_raw_split();
     let (seal, open) = if initiator { (i2r, r2i) } else { (r2i, i2r) };
-    SessionKeys { seal: PacketKey::new(&seal), open: PacketKey::new(&open) }
+    SessionKeys { seal: PacketKey::new(cipher, &seal), open: PacketKey::new(cipher, &open), cipher }
 }
 
 /// The client's side: builds message 1, then reads message 2.
@@ -123,12 +128,13 @@ pub enum Response {
 }
 
 impl Initiator {
-    /// Starts a handshake towards `server` and builds message 1.
+    /// Starts a handshake towards `server`, asking for `cipher`, and builds message 1.
     pub fn new(
         local: &StaticSecret,
         server: &PublicKey,
         client_session_id: u32,
         timestamp: u64,
+        cipher: Cipher,
         seed: u64,
     ) -> Self {
         let mut hs = builder(seed)
@@ -139,7 +145,8 @@ impl Initiator {
             .expect("valid 32-byte keys");
         let mut payload = [0u8; HANDSHAKE_INIT_PAYLOAD_LEN];
         payload[..4].copy_from_slice(&client_session_id.to_be_bytes());
-        payload[4..].copy_from_slice(&timestamp.to_be_bytes());
+        payload[4..12].copy_from_slice(&timestamp.to_be_bytes());
+        payload[12] = cipher.code();
         let mut init_packet = vec![0u8; HANDSHAKE_INIT_LEN];
         init_packet[0] = TYPE_HANDSHAKE_INIT;
         init_packet[1] = VERSION;
@@ -157,7 +164,11 @@ impl Initiator {
         }
         match payload[0] {
             STATUS_ACCEPTED => Ok(Response::Accepted {
-                keys: Box::new(split(&mut self.hs, true)),
+                keys: Box::new(split(
+                    &mut self.hs,
+                    true,
+                    Cipher::from_code(payload[5]).ok_or(HandshakeError::Payload)?,
+                )),
                 server_session_id: u32::from_be_bytes(payload[1..5].try_into().expect("4")),
             }),
             STATUS_REFUSED => Ok(Response::Refused),
@@ -175,6 +186,8 @@ pub struct Responder {
     pub client_session_id: u32,
     /// The client's handshake timestamp.
     pub timestamp: u64,
+    /// The cipher the client asked for.
+    pub client_cipher: Cipher,
 }
 
 impl std::fmt::Debug for Responder {
@@ -206,13 +219,15 @@ impl Responder {
             client_key,
             client_session_id: u32::from_be_bytes(payload[..4].try_into().expect("4")),
             timestamp: u64::from_be_bytes(payload[4..12].try_into().expect("8")),
+            client_cipher: Cipher::from_code(payload[12]).ok_or(HandshakeError::Payload)?,
         })
     }
 
-    fn respond(mut self, status: u8, server_session_id: u32) -> (Vec<u8>, HandshakeState) {
+    fn respond(mut self, status: u8, server_session_id: u32, cipher: Cipher) -> (Vec<u8>, HandshakeState) {
         let mut payload = [0u8; HANDSHAKE_RESP_PAYLOAD_LEN];
         payload[0] = status;
-        payload[1..].copy_from_slice(&server_session_id.to_be_bytes());
+        payload[1..5].copy_from_slice(&server_session_id.to_be_bytes());
+        payload[5] = cipher.code();
         let mut packet = vec![0u8; HANDSHAKE_RESP_LEN];
         packet[0] = TYPE_HANDSHAKE_RESP;
         packet[1..5].copy_from_slice(&self.client_session_id.to_be_bytes());
@@ -221,15 +236,17 @@ impl Responder {
         (packet, self.hs)
     }
 
-    /// Admits the client: builds HANDSHAKE_RESP and the session keys.
-    pub fn accept(self, server_session_id: u32) -> (Vec<u8>, SessionKeys) {
-        let (packet, mut hs) = self.respond(STATUS_ACCEPTED, server_session_id);
-        (packet, split(&mut hs, false))
+    /// Admits the client: agrees on the cipher (the server prefers `cipher`), builds
+    /// HANDSHAKE_RESP and the session keys.
+    pub fn accept(self, server_session_id: u32, cipher: Cipher) -> (Vec<u8>, SessionKeys) {
+        let agreed = Cipher::agree(self.client_cipher, cipher);
+        let (packet, mut hs) = self.respond(STATUS_ACCEPTED, server_session_id, agreed);
+        (packet, split(&mut hs, false, agreed))
     }
 
     /// Refuses the client with an authenticated answer no larger than its message 1.
     pub fn refuse(self) -> Vec<u8> {
-        self.respond(STATUS_REFUSED, 0).0
+        self.respond(STATUS_REFUSED, 0, Cipher::ChaCha20Poly1305).0
     }
 }
 
@@ -243,17 +260,30 @@ mod tests {
 
     #[test]
     fn full_handshake_agrees_on_keys() {
+        use Cipher::*;
+        for (client_wants, server_wants, agreed) in [
+            (ChaCha20Poly1305, ChaCha20Poly1305, ChaCha20Poly1305),
+            (Aes256Gcm, ChaCha20Poly1305, ChaCha20Poly1305),
+            (ChaCha20Poly1305, Aes256Gcm, ChaCha20Poly1305),
+            (Aes256Gcm, Aes256Gcm, Aes256Gcm),
+        ] {
+            handshake_with(client_wants, server_wants, agreed);
+        }
+    }
+
+    fn handshake_with(client_wants: Cipher, server_wants: Cipher, agreed: Cipher) {
         let (client, server) = keys();
-        let mut init = Initiator::new(&client, &server.public_key(), 77, 1000, 1);
+        let mut init = Initiator::new(&client, &server.public_key(), 77, 1000, client_wants, 1);
         let r = Responder::read_init(&server, &init.init_packet[2..], 2).unwrap();
         assert_eq!(r.client_key, client.public_key());
-        assert_eq!((r.client_session_id, r.timestamp), (77, 1000));
-        let (resp, server_keys) = r.accept(99);
+        assert_eq!((r.client_session_id, r.timestamp, r.client_cipher), (77, 1000, client_wants));
+        let (resp, server_keys) = r.accept(99, server_wants);
+        assert_eq!(server_keys.cipher, agreed);
         assert!(resp.len() < init.init_packet.len());
         let Response::Accepted { keys, server_session_id } = init.read_response(&resp[5..]).unwrap() else {
             panic!("accepted")
         };
-        assert_eq!(server_session_id, 99);
+        assert_eq!((server_session_id, keys.cipher), (99, agreed));
         let mut p = b"hdr-data".to_vec();
         keys.seal.seal(0, 1, &mut p, 4);
         assert!(server_keys.open.open(0, 1, &mut p, 4).is_ok());
@@ -263,12 +293,12 @@ mod tests {
     fn wrong_server_key_fails_and_refusal_is_authenticated() {
         let (client, server) = keys();
         let other = StaticSecret::from_bytes([3; 32]);
-        let init = Initiator::new(&client, &other.public_key(), 1, 1, 1);
+        let init = Initiator::new(&client, &other.public_key(), 1, 1, Cipher::ChaCha20Poly1305, 1);
         assert_eq!(
             Responder::read_init(&server, &init.init_packet[2..], 2).unwrap_err(),
             HandshakeError::Decrypt
         );
-        let mut init = Initiator::new(&client, &server.public_key(), 1, 1, 1);
+        let mut init = Initiator::new(&client, &server.public_key(), 1, 1, Cipher::ChaCha20Poly1305, 1);
         let r = Responder::read_init(&server, &init.init_packet[2..], 2).unwrap();
         let resp = r.refuse();
         assert!(matches!(init.read_response(&resp[5..]), Ok(Response::Refused)));
@@ -277,9 +307,9 @@ mod tests {
     #[test]
     fn same_seed_same_bytes() {
         let (client, server) = keys();
-        let a = Initiator::new(&client, &server.public_key(), 5, 6, 42);
-        let b = Initiator::new(&client, &server.public_key(), 5, 6, 42);
-        let c = Initiator::new(&client, &server.public_key(), 5, 6, 43);
+        let a = Initiator::new(&client, &server.public_key(), 5, 6, Cipher::ChaCha20Poly1305, 42);
+        let b = Initiator::new(&client, &server.public_key(), 5, 6, Cipher::ChaCha20Poly1305, 42);
+        let c = Initiator::new(&client, &server.public_key(), 5, 6, Cipher::ChaCha20Poly1305, 43);
         assert_eq!(a.init_packet, b.init_packet);
         assert_ne!(a.init_packet, c.init_packet);
     }

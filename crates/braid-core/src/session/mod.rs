@@ -285,8 +285,14 @@ impl Session {
     ) -> Session {
         let mut rng = ChaCha20Rng::seed_from_u64(seed);
         let local_id = rng.next_u32();
-        let initiator =
-            Initiator::new(&config.secret, &config.server_key, local_id, timestamp, rng.next_u64());
+        let initiator = Initiator::new(
+            &config.secret,
+            &config.server_key,
+            local_id,
+            timestamp,
+            config.session.cipher,
+            rng.next_u64(),
+        );
         let state =
             State::Handshaking { initiator: Box::new(initiator), started: now, next_send: now, tries: 0 };
         let mut s = Session::new(Side::Client, Arc::new(config.session.clone()), rng.next_u64(), now, state);
@@ -536,6 +542,11 @@ impl Session {
         self.class_schedulers.retain(|(k, _)| used.contains(k));
         // Priority-aware schedulers learn the classes at the next housekeeping.
         self.next_housekeeping = Timestamp::ZERO;
+    }
+
+    /// The AEAD the handshake agreed on (None before it finished).
+    pub fn cipher(&self) -> Option<crate::crypto::aead::Cipher> {
+        self.keys.as_ref().map(|k| k.cipher)
     }
 
     /// The session scheduler's name.

@@ -22,7 +22,7 @@ pub use frame::{AckFrame, Frame, Frames, PathStatusKind};
 pub use header::{DataHeader, Header};
 
 /// Protocol version carried in HANDSHAKE_INIT.
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 
 /// Packet type of the client's first handshake message.
 pub const TYPE_HANDSHAKE_INIT: u8 = 0x01;
@@ -38,12 +38,12 @@ pub const TAG_LEN: usize = 16;
 /// Bytes a DATA packet adds around its frames.
 pub const DATA_OVERHEAD: usize = DATA_HEADER_LEN + TAG_LEN;
 
-/// Noise IK message 1 length for our payload: e (32) + encrypted s (32+16) + payload + tag (16).
-pub const HANDSHAKE_INIT_PAYLOAD_LEN: usize = 4 + 8;
+/// Noise IK message 1 payload: client session id + timestamp + preferred cipher.
+pub const HANDSHAKE_INIT_PAYLOAD_LEN: usize = 4 + 8 + 1;
 /// Full HANDSHAKE_INIT datagram length.
 pub const HANDSHAKE_INIT_LEN: usize = 2 + 32 + 48 + HANDSHAKE_INIT_PAYLOAD_LEN + 16;
-/// Noise IK message 2 payload: status byte + server session id.
-pub const HANDSHAKE_RESP_PAYLOAD_LEN: usize = 1 + 4;
+/// Noise IK message 2 payload: status byte + server session id + agreed cipher.
+pub const HANDSHAKE_RESP_PAYLOAD_LEN: usize = 1 + 4 + 1;
 /// Full HANDSHAKE_RESP datagram length (always smaller than the INIT it answers).
 pub const HANDSHAKE_RESP_LEN: usize = 1 + 4 + 32 + HANDSHAKE_RESP_PAYLOAD_LEN + 16;
 
