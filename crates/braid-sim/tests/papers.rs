@@ -101,16 +101,18 @@ fn seed000_lps_base_layer_loss_below_agnostic() {
 }
 
 /// Seed 000 Table V: LPS finds the two most reliable of ten 20 kb/s channels (1 … 10 % loss,
-/// listed out of order) and loses far less than round-robin over all ten.
+/// listed out of order) and loses far less than the agnostic stripers (random, round-robin,
+/// equal-weight WRR) over all ten: the paper has 1.41 % against 5.1–6.2 %.
 #[test]
 fn seed000_lps_finds_the_reliable_channels() {
     let specs: Vec<String> =
         [5, 9, 2, 7, 1, 10, 4, 8, 3, 6].iter().map(|p| format!("20kbit/10ms/loss={p}%")).collect();
     let l: Vec<&str> = specs.iter().map(String::as_str).collect();
-    let lps = go(&datagrams(&l, Kind::Lps, &[30], secs(2), 200));
-    let rr = go(&datagrams(&l, Kind::RoundRobin, &[30], secs(2), 200));
-    let (lps, rr) = (lps.classes[0].loss_pct, rr.classes[0].loss_pct);
-    assert!(lps < 3.0 && lps < rr / 2.0, "lps {lps:.2} % rr {rr:.2} %");
+    let loss = |k: Kind| go(&datagrams(&l, k, &[30], secs(2), 200)).classes[0].loss_pct;
+    let lps = loss(Kind::Lps);
+    let agnostic = [loss(Kind::Random), loss(Kind::RoundRobin), loss(Kind::Wrr)];
+    let best = agnostic.iter().copied().fold(f64::MAX, f64::min);
+    assert!(lps < 3.0 && lps < 0.6 * best, "lps {lps:.2} % agnostic {agnostic:.2?} %");
 }
 
 /// Seed 004 Fig. 15 and Table III: EDPF keeps the receiver's reorder buffer at a few packets

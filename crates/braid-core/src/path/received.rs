@@ -113,6 +113,11 @@ impl Received {
         self.immediate = false;
         self.deadline = None;
         self.eliciting_since_ack = 0;
+        self.peek_ack(now)
+    }
+
+    /// The ACK as it stands, leaving it due: a copy sent on a second path.
+    pub fn peek_ack(&self, now: Timestamp) -> Option<(Vec<std::ops::Range<u64>>, u64)> {
         if self.ranges.is_empty() {
             return None;
         }

@@ -132,36 +132,56 @@ impl Session {
         all_pending: bool,
     ) {
         for i in 0..self.paths.len() {
-            let room = b.limit.saturating_sub(buf.len());
-            if room < 32 {
+            if !self.write_ack_of(i, now, b, buf, all_pending, false) {
                 return;
             }
-            let r = &self.paths[i].received;
-            let wanted = r.ack_due(now) || (all_pending && r.has_pending_eliciting());
-            if !wanted {
-                continue;
-            }
-            let id = self.paths[i].id;
-            let Some((ranges, delay)) = self.paths[i].received.take_ack(now) else {
-                continue;
-            };
-            let max_ranges = ((room - 24) / 16).max(1);
-            let largest = ranges[0].end - 1;
-            // A completed packet pair: first an ACK as it stood when the first probe arrived,
-            // with that probe's own delay (see `Received::on_probe`), then the current one.
-            if let Some((pn, at)) = self.paths[i].received.take_pair_report() {
-                let older: Vec<_> =
-                    ranges.iter().filter(|r| r.start <= pn).map(|r| r.start..r.end.min(pn + 1)).collect();
-                if !older.is_empty() && room >= 64 {
-                    let max = ((room - 48) / 32).max(1);
-                    encode::ack(buf, id, (now - at).as_micros() as u64, older.into_iter().take(max));
-                }
-            }
-            let room = b.limit.saturating_sub(buf.len());
-            let max_ranges = max_ranges.min(((room.saturating_sub(24)) / 16).max(1));
-            encode::ack(buf, id, delay, ranges.into_iter().take(max_ranges).collect::<Vec<_>>());
-            b.frames.push(SentFrame::Ack { path: id, largest });
         }
+    }
+
+    /// Writes path `i`'s ACK when it is due (or, with `all_pending`, owed at all); false when
+    /// the packet has no room left. With `copy` the ACK stays due (it goes out again, on its
+    /// usual carrier).
+    fn write_ack_of(
+        &mut self,
+        i: usize,
+        now: Timestamp,
+        b: &mut Builder,
+        buf: &mut Vec<u8>,
+        all_pending: bool,
+        copy: bool,
+    ) -> bool {
+        let room = b.limit.saturating_sub(buf.len());
+        if room < 32 {
+            return false;
+        }
+        let r = &self.paths[i].received;
+        let wanted = r.ack_due(now) || (all_pending && r.has_pending_eliciting());
+        if !wanted {
+            return true;
+        }
+        let id = self.paths[i].id;
+        let ack =
+            if copy { self.paths[i].received.peek_ack(now) } else { self.paths[i].received.take_ack(now) };
+        let Some((ranges, delay)) = ack else {
+            return true;
+        };
+        let max_ranges = ((room - 24) / 16).max(1);
+        let largest = ranges[0].end - 1;
+        // A completed packet pair: first an ACK as it stood when the first probe arrived,
+        // with that probe's own delay (see `Received::on_probe`), then the current one.
+        if let Some((pn, at)) = (!copy).then(|| self.paths[i].received.take_pair_report()).flatten() {
+            let older: Vec<_> =
+                ranges.iter().filter(|r| r.start <= pn).map(|r| r.start..r.end.min(pn + 1)).collect();
+            if !older.is_empty() && room >= 64 {
+                let max = ((room - 48) / 32).max(1);
+                encode::ack(buf, id, (now - at).as_micros() as u64, older.into_iter().take(max));
+            }
+        }
+        let room = b.limit.saturating_sub(buf.len());
+        let max_ranges = max_ranges.min(((room.saturating_sub(24)) / 16).max(1));
+        encode::ack(buf, id, delay, ranges.into_iter().take(max_ranges).collect::<Vec<_>>());
+        b.frames.push(SentFrame::Ack { path: id, largest });
+        true
     }
 
     /// PATH_RESPONSE / PATH_CHALLENGE / PTO probes, each on its own path.
@@ -246,17 +266,20 @@ impl Session {
     }
 
     /// The path that carries acknowledgements for path `for_idx`.
-    fn ack_carrier(&self, for_idx: usize, now: Timestamp) -> usize {
+    /// The path that carries `for_idx`'s due ACK, and whether it carries that ACK alone.
+    fn ack_carrier(&self, for_idx: usize, now: Timestamp) -> (usize, bool) {
         let own = &self.paths[for_idx];
         if self.config.ack_path == AckPath::SamePath && own.state != PathState::Closed {
-            return for_idx;
+            return (for_idx, false);
         }
         // A path whose own ACKs ride elsewhere still gets one (with a PING) on itself every
         // liveness interval: were the carrier to die, its ACKs would stop too and the path
-        // would be suspected in sympathy (seen in the lab when the fast path was cut).
-        if own.state == PathState::Active && own.last_eliciting_sent.is_none_or(|t| now - t >= liveness(own))
-        {
-            return for_idx;
+        // would be suspected in sympathy (seen in the lab when the fast path was cut). That
+        // packet carries a copy of this path's ACK only, which stays due for the fast carrier:
+        // RTT samples and ACK clocking keep to the fast path while it lives (sending the ACK
+        // itself on the slow path raised EDPF's reorder maximum from 6 to 17 packets).
+        if own.state == PathState::Active && own.last_sent.is_none_or(|t| now - t >= liveness(own)) {
+            return (for_idx, true);
         }
         // Offloading-ACK (seed 003): the fastest path that is known to be answering.
         self.paths
@@ -264,16 +287,21 @@ impl Session {
             .enumerate()
             .filter(|(_, p)| p.state == PathState::Active)
             .min_by_key(|(_, p)| (p.rtt.smoothed(), p.id))
-            .map_or(for_idx, |(i, _)| i)
+            .map_or((for_idx, false), |(i, _)| (i, false))
     }
 
     fn poll_acks(&mut self, now: Timestamp, buf: &mut Vec<u8>) -> Option<Transmit> {
         let due = self.paths.iter().position(|p| p.received.ack_due(now))?;
-        let idx = self.ack_carrier(due, now);
+        let (idx, alone) = self.ack_carrier(due, now);
         let mut b = self.start(idx, buf);
-        self.write_acks(now, &mut b, buf, true);
+        if alone {
+            self.write_ack_of(due, now, &mut b, buf, true, true);
+        } else {
+            self.write_acks(now, &mut b, buf, true);
+        }
         let path = &self.paths[idx];
-        if path.state == PathState::Active
+        if !alone
+            && path.state == PathState::Active
             && path.last_eliciting_sent.is_none_or(|t| now - t >= liveness(path))
         {
             encode::ping(buf);
