@@ -9,31 +9,10 @@
 //! frames need the I frames and B frames both, so classes are cumulative as in LPS.
 
 use super::priority::{Policy, PriorityStriping};
-use super::{ClassView, Decision, PacketInfo, PathView, Scheduler};
-use crate::time::Timestamp;
 
-/// The FPS scheduler.
-#[derive(Debug, Clone)]
-pub struct Fps(pub PriorityStriping);
-
-impl Default for Fps {
-    fn default() -> Self {
-        Fps(PriorityStriping::new(Policy::Frame, "fps"))
-    }
-}
-
-impl Scheduler for Fps {
-    fn name(&self) -> &'static str {
-        self.0.name()
-    }
-
-    fn select(&mut self, now: Timestamp, paths: &[PathView], packet: &PacketInfo) -> Decision {
-        self.0.select(now, paths, packet)
-    }
-
-    fn on_classes(&mut self, _now: Timestamp, classes: &[ClassView]) {
-        self.0.on_classes(classes);
-    }
+/// The FPS scheduler: the priority-striping engine with the frame policy.
+pub fn fps() -> PriorityStriping {
+    PriorityStriping::new(Policy::Frame, "fps")
 }
 
 #[cfg(test)]
@@ -41,6 +20,7 @@ mod tests {
     use super::*;
     use crate::scheduler::priority::tests::{channel, class};
     use crate::scheduler::test_util::{datagram, ms, sent};
+    use crate::scheduler::{Decision, Scheduler};
 
     #[test]
     fn i_frames_get_room_for_their_bursts() {
@@ -49,17 +29,17 @@ mod tests {
         i.peak_rate = 17_000.0 / 8.0;
         let classes = [i, class(1, 10.0), class(2, 10.0)];
         let paths = [channel(0, 0.01), channel(1, 0.05)];
-        let mut fps = Fps::default();
+        let mut fps = fps();
         fps.on_classes(ms(0), &classes);
         assert_eq!(sent(fps.select(ms(0), &paths, &datagram(0))), 0);
-        let alloc = fps.0.allocation().clone();
+        let alloc = fps.allocation().clone();
         // The I class takes 17 of the 17.8 kbit/s the 1 % path offers (20 kbit/s × 0.99 × 0.9),
         // so P moves on to the 5 % path and B no longer fits: dropped.
         assert_eq!(alloc[&0].len(), 1);
         assert_eq!(alloc[&1].iter().map(|(p, _)| *p).collect::<Vec<_>>(), vec![0, 1]);
         assert_eq!(fps.select(ms(0), &paths, &datagram(2)), Decision::Drop);
         // LPS sizes by the mean and carries all three.
-        let mut lps = super::super::lps::Lps::default();
+        let mut lps = super::super::lps::lps();
         lps.on_classes(ms(0), &classes);
         assert!(matches!(lps.select(ms(0), &paths, &datagram(2)), Decision::Send(_)));
     }

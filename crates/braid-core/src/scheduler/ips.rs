@@ -7,31 +7,10 @@
 //! path. A class that does not fit is dropped alone — the others still decode.
 
 use super::priority::{Policy, PriorityStriping};
-use super::{ClassView, Decision, PacketInfo, PathView, Scheduler};
-use crate::time::Timestamp;
 
-/// The IPS scheduler.
-#[derive(Debug, Clone)]
-pub struct Ips(pub PriorityStriping);
-
-impl Default for Ips {
-    fn default() -> Self {
-        Ips(PriorityStriping::new(Policy::Independent, "ips"))
-    }
-}
-
-impl Scheduler for Ips {
-    fn name(&self) -> &'static str {
-        self.0.name()
-    }
-
-    fn select(&mut self, now: Timestamp, paths: &[PathView], packet: &PacketInfo) -> Decision {
-        self.0.select(now, paths, packet)
-    }
-
-    fn on_classes(&mut self, _now: Timestamp, classes: &[ClassView]) {
-        self.0.on_classes(classes);
-    }
+/// The IPS scheduler: the priority-striping engine with the independent policy.
+pub fn ips() -> PriorityStriping {
+    PriorityStriping::new(Policy::Independent, "ips")
 }
 
 #[cfg(test)]
@@ -39,6 +18,7 @@ mod tests {
     use super::*;
     use crate::scheduler::priority::tests::{channel, class};
     use crate::scheduler::test_util::{datagram, ms, sent};
+    use crate::scheduler::{Decision, Scheduler};
 
     #[test]
     fn one_path_per_description() {
@@ -46,11 +26,11 @@ mod tests {
         // them apart so that losing a path loses one description.
         let classes = [class(0, 5.0), class(1, 5.0)];
         let paths = [channel(0, 0.02), channel(1, 0.01), channel(2, 0.03)];
-        let mut ips = Ips::default();
+        let mut ips = ips();
         ips.on_classes(ms(0), &classes);
         assert_eq!(sent(ips.select(ms(0), &paths, &datagram(0))), 1);
         assert_eq!(sent(ips.select(ms(0), &paths, &datagram(1))), 0);
-        let mut lps = super::super::lps::Lps::default();
+        let mut lps = super::super::lps::lps();
         lps.on_classes(ms(0), &classes);
         assert_eq!(sent(lps.select(ms(0), &paths, &datagram(1))), 1);
     }
@@ -59,7 +39,7 @@ mod tests {
     fn a_description_that_does_not_fit_is_dropped_alone() {
         let classes = [class(0, 15.0), class(1, 30.0), class(2, 15.0)];
         let paths = [channel(0, 0.01), channel(1, 0.05)];
-        let mut ips = Ips::default();
+        let mut ips = ips();
         ips.on_classes(ms(0), &classes);
         assert_eq!(sent(ips.select(ms(0), &paths, &datagram(0))), 0);
         assert_eq!(ips.select(ms(0), &paths, &datagram(1)), Decision::Drop);

@@ -7,31 +7,10 @@
 //! does not fit, it and every layer above it are dropped at the sender. See [`super::priority`].
 
 use super::priority::{Policy, PriorityStriping};
-use super::{ClassView, Decision, PacketInfo, PathView, Scheduler};
-use crate::time::Timestamp;
 
-/// The LPS scheduler.
-#[derive(Debug, Clone)]
-pub struct Lps(pub PriorityStriping);
-
-impl Default for Lps {
-    fn default() -> Self {
-        Lps(PriorityStriping::new(Policy::Layered, "lps"))
-    }
-}
-
-impl Scheduler for Lps {
-    fn name(&self) -> &'static str {
-        self.0.name()
-    }
-
-    fn select(&mut self, now: Timestamp, paths: &[PathView], packet: &PacketInfo) -> Decision {
-        self.0.select(now, paths, packet)
-    }
-
-    fn on_classes(&mut self, _now: Timestamp, classes: &[ClassView]) {
-        self.0.on_classes(classes);
-    }
+/// The LPS scheduler: the priority-striping engine with the layered policy.
+pub fn lps() -> PriorityStriping {
+    PriorityStriping::new(Policy::Layered, "lps")
 }
 
 #[cfg(test)]
@@ -39,11 +18,12 @@ mod tests {
     use super::*;
     use crate::scheduler::priority::tests::{channel, class};
     use crate::scheduler::test_util::{datagram, ms, sent};
+    use crate::scheduler::{Decision, Scheduler};
 
     #[test]
     fn base_layer_on_the_most_reliable_path_and_the_top_layer_dropped() {
         // Seed 000 Table VII: 2 × 20 kbit/s at 5 % and 1 %; 3 layers of 15 kbit/s.
-        let mut s = Lps::default();
+        let mut s = lps();
         s.on_classes(ms(0), &[class(0, 15.0), class(1, 15.0), class(2, 15.0)]);
         let paths = [channel(0, 0.05), channel(1, 0.01)];
         for _ in 0..20 {
@@ -58,10 +38,11 @@ mod tests {
     fn allocation_shifts_when_reliability_changes() {
         // Seed 000 Table VI: 3 × 20 kbit/s at 1/5/10 %, 3 layers of 15 kbit/s: each layer on the
         // next most reliable path, sharing what the one before left.
-        let mut s = Lps::default();
+        let mut s = lps();
         s.on_classes(ms(0), &[class(0, 15.0), class(1, 15.0), class(2, 15.0)]);
         let mut paths = [channel(0, 0.10), channel(1, 0.01), channel(2, 0.05)];
-        let first = |s: &Lps, c: u8| s.0.allocation()[&c].iter().map(|(p, _)| *p).collect::<Vec<_>>();
+        let first =
+            |s: &PriorityStriping, c: u8| s.allocation()[&c].iter().map(|(p, _)| *p).collect::<Vec<_>>();
         assert_eq!(sent(s.select(ms(0), &paths, &datagram(0))), 1);
         assert_eq!((first(&s, 0), first(&s, 1), first(&s, 2)), (vec![1], vec![1, 2], vec![2, 0]));
         // Path 1 degrades to 10 % and path 0 recovers to 1 %: "the allocation is shifted".

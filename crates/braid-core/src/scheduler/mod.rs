@@ -340,9 +340,9 @@ impl Kind {
             Kind::Edpf => Box::new(edpf::Edpf),
             Kind::Redundant(n) => Box::new(redundant::Redundant::new(n)),
             Kind::Backup => Box::new(backup::Backup),
-            Kind::Lps => Box::new(lps::Lps::default()),
-            Kind::Fps => Box::new(fps::Fps::default()),
-            Kind::Ips => Box::new(ips::Ips::default()),
+            Kind::Lps => Box::new(lps::lps()),
+            Kind::Fps => Box::new(fps::fps()),
+            Kind::Ips => Box::new(ips::ips()),
             Kind::Deadline => Box::new(deadline::DeadlineAware),
         }
     }

@@ -27,7 +27,7 @@
 //!   exceeds what is available by 10 %, and one that is dropped returns only when it fits with
 //!   10 % to spare, so a class near the limit does not flap with the noise of its rate.
 
-use super::{striped, usable_for_data, wait_for, ClassView, Decision, PacketInfo, PathView};
+use super::{striped, usable_for_data, wait_for, ClassView, Decision, PacketInfo, PathView, Scheduler};
 use crate::path::PathId;
 use crate::time::Timestamp;
 use std::collections::BTreeMap;
@@ -212,11 +212,6 @@ impl PriorityStriping {
         }
     }
 
-    /// Command-line name.
-    pub fn name(&self) -> &'static str {
-        self.name
-    }
-
     /// The allocation in force.
     pub fn allocation(&self) -> &Allocation {
         &self.alloc
@@ -225,15 +220,6 @@ impl PriorityStriping {
     /// The reliability order in force.
     pub fn order(&self) -> &[PathId] {
         &self.order
-    }
-
-    /// New class measurements.
-    pub fn on_classes(&mut self, classes: &[ClassView]) {
-        let changed = classes != self.classes.as_slice();
-        self.classes = classes.to_vec();
-        if changed {
-            self.next_alloc = None;
-        }
     }
 
     fn reallocate(&mut self, now: Timestamp, paths: &[&PathView]) {
@@ -250,9 +236,15 @@ impl PriorityStriping {
         self.allocated_for = ids;
         self.next_alloc = Some(now + REALLOCATE);
     }
+}
 
-    /// Chooses the path for `packet`.
-    pub fn select(&mut self, now: Timestamp, paths: &[PathView], packet: &PacketInfo) -> Decision {
+/// LPS, FPS and IPS are this engine with their [`Policy`] (see `lps.rs`, `fps.rs`, `ips.rs`).
+impl Scheduler for PriorityStriping {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn select(&mut self, now: Timestamp, paths: &[PathView], packet: &PacketInfo) -> Decision {
         let mut candidates: Vec<&PathView> = usable_for_data(paths).collect();
         if candidates.is_empty() {
             return wait_for(usable_for_data(paths));
@@ -307,6 +299,14 @@ impl PriorityStriping {
             *turn.deficit.entry(id).or_insert(0.0) -= packet.bytes as f64;
         }
         decision
+    }
+
+    fn on_classes(&mut self, _now: Timestamp, classes: &[ClassView]) {
+        let changed = classes != self.classes.as_slice();
+        self.classes = classes.to_vec();
+        if changed {
+            self.next_alloc = None;
+        }
     }
 }
 
