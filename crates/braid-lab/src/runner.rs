@@ -13,7 +13,7 @@ use crate::iperf::{ClientSpec, Traffic};
 use crate::report::markdown::one_line;
 use crate::results::{LabReport, RunRecord, Status, WorkloadResult};
 use crate::scenario::units::format_rate;
-use crate::scenario::{Scenario, Workload, WorkloadKind};
+use crate::scenario::{Direction, Scenario, Workload, WorkloadKind};
 use crate::sys::cmd;
 use crate::sys::netns::{http_get, in_netns};
 use crate::sys::signal::{self, Interrupted, SignalGuard};
@@ -335,9 +335,16 @@ fn run_one(ctx: &Ctx, lab: &mut Lab, c: &Contender, w: &Workload, rep: u32) -> R
     let log = lab.dir().join(format!("iperf3-client-{tag}.log"));
     let transfer = run_transfer(lab, &spec, &events, &raw, &log);
     let mut notes = running.notes.clone();
-    if let Some((ns, addr)) = &running.status {
+    // The sending side's status: its lost (and resent) packets stand in for TCP's retransmits.
+    let sender = match w.direction {
+        Direction::Up => &running.status,
+        Direction::Down => &running.server_status,
+    };
+    let mut lost = None;
+    if let Some((ns, addr)) = sender {
         match http_get(ns, *addr, "/status", Duration::from_secs(2)) {
             Ok(body) => {
+                lost = contender::braid::lost_packets(&body);
                 let p = raw.with_file_name(format!("{}-{rep}-status.json", c.name()));
                 std::fs::write(&p, body)?;
             }
@@ -364,7 +371,7 @@ fn run_one(ctx: &Ctx, lab: &mut Lab, c: &Contender, w: &Workload, rep: u32) -> R
         status: Status::Ok,
         reason: None,
         goodput_bps: Some(transfer.measurement.goodput_bps),
-        retransmits: transfer.retransmits,
+        retransmits: transfer.retransmits.or(lost),
         udp: transfer.measurement.udp,
         mptcp_joins: (*c == Contender::Mptcp).then_some(transfer.mptcp_joins).flatten(),
         events: transfer.events,
@@ -403,6 +410,13 @@ fn note_default_cc(lab: &Lab, contenders: &[Contender], report: &mut LabReport) 
     };
     let cc = cc.trim().to_string();
     report.machine.push(format!("default TCP congestion control in the namespaces: {cc}"));
+    if contenders.iter().any(|c| matches!(c, Contender::Braid(_))) {
+        report.notes.push(
+            "braid's retransmits are the packets its sending side declared lost (their frames \
+             were sent again), summed over its paths, from its status API after the transfer."
+                .into(),
+        );
+    }
     if cc != "cubic" && contenders.contains(&Contender::Aggligator) {
         report.notes.push(format!(
             "aggligator's TCP links use the namespaces' default congestion control ({cc}); \

@@ -97,6 +97,18 @@ fn keypair(braid: &Path, file: &Path) -> Result<String> {
     Ok(public)
 }
 
+/// Packets the sender of a transfer declared lost (their frames were sent again), summed over
+/// its paths, from its status document; None when the document does not say.
+pub fn lost_packets(status_json: &str) -> Option<u64> {
+    let v: serde_json::Value = serde_json::from_str(status_json).ok()?;
+    let sessions = v.get("sessions")?.as_array()?;
+    let mut total = 0;
+    for p in sessions.iter().filter_map(|s| s.get("paths")?.as_array()).flatten() {
+        total += p.get("packets_lost")?.as_u64()?;
+    }
+    (!sessions.is_empty()).then_some(total)
+}
+
 /// Starts braid server and client with `scheduler`, waits until the forward listens and the
 /// status port answers; points `running.target` at the forward.
 pub fn start(
@@ -136,6 +148,7 @@ pub fn start(
     let answered = signal::poll_until(START_LIMIT, Duration::from_millis(100), || {
         http_get(lab.cli(), status, "/status", Duration::from_millis(500)).ok()
     })?;
+    running.server_status = Some((lab.srv().to_string(), ([127, 0, 0, 1], SERVER_STATUS_PORT).into()));
     match answered {
         Some(_) => running.status = Some((lab.cli().to_string(), status)),
         None => running.notes.push(format!("braid client status port {status} did not answer GET /status")),
@@ -172,6 +185,15 @@ fn wait_udp(ns: &str, port: u16, p: &mut Proc) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lost_packets_sum_over_paths_or_none() {
+        let doc = r#"{"sessions":[{"paths":[{"packets_lost":3},{"packets_lost":4}]}]}"#;
+        assert_eq!(lost_packets(doc), Some(7));
+        assert_eq!(lost_packets(r#"{"sessions":[]}"#), None);
+        assert_eq!(lost_packets(r#"{"sessions":[{"paths":[{"rtt_ms":1}]}]}"#), None);
+        assert_eq!(lost_packets("not json"), None);
+    }
 
     #[test]
     fn command_lines_follow_the_contract() {

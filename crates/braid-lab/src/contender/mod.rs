@@ -10,7 +10,7 @@
 //! | `braid-<sched>` | 127.0.0.1:5300 | braid client/server, port forward, scheduler `<sched>` |
 
 mod aggligator;
-mod braid;
+pub mod braid;
 mod tools;
 
 use std::net::SocketAddr;
@@ -98,8 +98,10 @@ pub struct Target {
 pub struct Running {
     /// Where iperf3 connects.
     pub target: Target,
-    /// A JSON status endpoint (namespace, address) to snapshot after the transfer.
+    /// The client's JSON status endpoint (namespace, address).
     pub status: Option<(String, SocketAddr)>,
+    /// The server's JSON status endpoint (namespace, address).
+    pub server_status: Option<(String, SocketAddr)>,
     /// Remarks for the report (e.g. fewer links than expected came up).
     pub notes: Vec<String>,
     procs: Vec<Proc>,
@@ -141,6 +143,7 @@ pub fn start(
     let mut running = Running {
         target: Target { host: Names::srv_addr(1), port, bind: None, mptcp },
         status: None,
+        server_status: None,
         notes: Vec::new(),
         procs: vec![server],
     };
