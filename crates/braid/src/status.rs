@@ -1,5 +1,6 @@
 //! `braid status`: the per-path table of a running daemon, from its status API.
 
+use braid_core::units::format_rate;
 use braid_daemon::status::Status;
 use clap::Args;
 use std::io::{Read, Write};
@@ -56,16 +57,6 @@ pub fn fetch(addr: SocketAddr) -> Result<Status, String> {
     serde_json::from_str(&json).map_err(|e| format!("not a braid status document: {e}"))
 }
 
-fn rate(b: f64) -> String {
-    if b >= 1e9 {
-        format!("{:.2} Gbit/s", b / 1e9)
-    } else if b >= 1e6 {
-        format!("{:.2} Mbit/s", b / 1e6)
-    } else {
-        format!("{:.1} kbit/s", b / 1e3)
-    }
-}
-
 /// The table.
 pub fn table(st: &Status) -> String {
     let mut o = format!("braid {} {} — up {:.0} s\n", st.role, st.version, st.uptime_s);
@@ -88,8 +79,8 @@ pub fn table(st: &Status) -> String {
                 p.link.clone().unwrap_or_else(|| p.remote.clone()),
                 p.state,
                 p.rtt_ms,
-                rate(p.send_bps),
-                rate(p.recv_bps),
+                format_rate(p.send_bps),
+                format_rate(p.recv_bps),
                 p.loss * 100.0,
                 p.packets_lost
             );
