@@ -111,9 +111,6 @@ pub fn summarize(
                 row.ratio_to_link_rates =
                     row.goodput_bps.and_then(|g| ratio(g, available_rate(scenario, workload, only)));
             }
-            if matches!(c, Contender::Braid(_)) {
-                row.retransmits = None;
-            }
             if workload.kind == WorkloadKind::Cut && c.is_multipath() && row.status == Status::Ok {
                 if let Some(cap) = capacity {
                     apply_recovery(&mut row, &mine, &cap.per_link_bps);
