@@ -371,7 +371,7 @@ fn run_one(ctx: &Ctx, lab: &mut Lab, c: &Contender, w: &Workload, rep: u32) -> R
         status: Status::Ok,
         reason: None,
         goodput_bps: Some(transfer.measurement.goodput_bps),
-        retransmits: transfer.retransmits.or(lost),
+        retransmits: lost.or(transfer.retransmits),
         udp: transfer.measurement.udp,
         mptcp_joins: (*c == Contender::Mptcp).then_some(transfer.mptcp_joins).flatten(),
         events: transfer.events,
