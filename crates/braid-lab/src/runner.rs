@@ -371,7 +371,8 @@ fn run_one(ctx: &Ctx, lab: &mut Lab, c: &Contender, w: &Workload, rep: u32) -> R
         status: Status::Ok,
         reason: None,
         goodput_bps: Some(transfer.measurement.goodput_bps),
-        retransmits: lost.or(transfer.retransmits),
+        // For braid the namespace's TCP counter only sees the local legs: its own figure or none.
+        retransmits: if matches!(c, Contender::Braid(_)) { lost } else { transfer.retransmits },
         udp: transfer.measurement.udp,
         mptcp_joins: (*c == Contender::Mptcp).then_some(transfer.mptcp_joins).flatten(),
         events: transfer.events,
