@@ -77,10 +77,11 @@ pub fn ratio(a: f64, b: f64) -> Option<f64> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn series(values: &[f64]) -> Vec<Sample> {
+    /// 100 ms intervals of `values` bit/s from t = 0 (shared with `recovery`'s tests).
+    pub(crate) fn series(values: &[f64]) -> Vec<Sample> {
         values
             .iter()
             .enumerate()

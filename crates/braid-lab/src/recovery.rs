@@ -116,13 +116,7 @@ pub fn describe(t: Option<Timing>) -> String {
 mod tests {
     use super::*;
 
-    fn flat(values: &[f64]) -> Vec<Sample> {
-        values
-            .iter()
-            .enumerate()
-            .map(|(i, &bps)| Sample { start: i as f64 * 0.1, end: (i + 1) as f64 * 0.1, bps })
-            .collect()
-    }
+    use crate::metrics::tests::series as flat;
 
     #[test]
     fn bursty_survivor_recovers_only_on_the_average() {
