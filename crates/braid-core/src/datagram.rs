@@ -138,9 +138,9 @@ impl SeenWindow {
             return true;
         };
         if seq > high {
-            for _ in high + 1..seq {
-                self.bits.push_back(false);
-            }
+            // The gap is the peer's number: only the last DEDUP_WINDOW of it can matter.
+            let gap = (seq - high - 1).min(DEDUP_WINDOW);
+            self.bits.extend(std::iter::repeat_n(false, gap as usize));
             self.bits.push_back(true);
             while self.bits.len() as u64 > DEDUP_WINDOW {
                 self.bits.pop_front();
@@ -299,6 +299,18 @@ impl Datagrams {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_huge_sequence_jump_costs_one_window_at_most() {
+        let mut w = SeenWindow::default();
+        assert!(w.insert(0));
+        // A peer-chosen number far ahead: bounded work, bounded memory, and the window goes on.
+        assert!(w.insert(1 << 61));
+        assert!(w.bits.len() as u64 <= DEDUP_WINDOW);
+        assert!(!w.insert(1 << 61), "a copy of it is a duplicate");
+        assert!(w.insert((1 << 61) - 3), "a late one inside the window is new");
+        assert!(!w.insert(5), "one far behind is too old to tell");
+    }
 
     #[test]
     fn copies_are_delivered_once() {
