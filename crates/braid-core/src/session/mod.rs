@@ -231,7 +231,8 @@ impl Session {
         let mut class_schedulers: Vec<(scheduler::Kind, Box<dyn Scheduler>)> = Vec::new();
         for k in class_kinds.values() {
             if !class_schedulers.iter().any(|(have, _)| have == k) {
-                class_schedulers.push((*k, k.build_seeded(scheduler_seed ^ class_schedulers.len() as u64)));
+                class_schedulers
+                    .push((*k, k.build_seeded(class_seed(scheduler_seed, class_schedulers.len()))));
             }
         }
         Session {
@@ -530,7 +531,7 @@ impl Session {
             Some(k) => {
                 self.class_kinds.insert(class, k);
                 if !self.class_schedulers.iter().any(|(have, _)| *have == k) {
-                    let seed = self.scheduler_seed ^ (self.class_schedulers.len() as u64 + 1);
+                    let seed = class_seed(self.scheduler_seed, self.class_schedulers.len());
                     self.class_schedulers.push((k, k.build_seeded(seed)));
                 }
             }
@@ -718,4 +719,10 @@ pub struct PathInfo {
     pub congestion_losses: u64,
     /// Path admission's verdict (false: kept in standby).
     pub admitted: bool,
+}
+
+/// The seed of the `n`th class scheduler: distinct from the session scheduler's (`n` + 1 is
+/// never 0) and from the other classes'.
+fn class_seed(scheduler_seed: u64, n: usize) -> u64 {
+    scheduler_seed ^ (n as u64 + 1)
 }
