@@ -440,16 +440,11 @@ impl Supervisor {
                 Some(self.board.clone()),
                 self.settings.server.clone(),
             );
-            let mut receivers = Vec::new();
             for (id, l) in &bound {
                 driver.bind_path(*id, l.link.clone(), l.label.clone());
-                receivers.push(tokio::spawn(l.link.clone().receive_into(inbox_tx.clone())));
             }
             drop(inbox_tx);
             let (reason, rx, lrx) = driver.run().await;
-            for r in receivers {
-                r.abort();
-            }
             app_rx = rx;
             links_rx = lrx.unwrap_or_else(|| mpsc::channel(1).1);
             self.connected.store(false, Ordering::SeqCst);

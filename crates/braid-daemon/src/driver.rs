@@ -16,6 +16,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch, Notify};
+use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 /// Packets one round may send before the driver looks at its inbox again.
@@ -67,6 +68,8 @@ pub struct Driver<R: Role> {
     rates: RateMemory,
     /// Live scheduler switches asked for on the status API.
     scheduler_rx: Option<watch::Receiver<Option<Kind>>>,
+    /// Receive tasks of the path sockets; they end with the driver.
+    receivers: JoinSet<()>,
 }
 
 /// How a driver is wired.
@@ -109,14 +112,17 @@ impl<R: Role> Driver<R> {
             streams: HashMap::new(),
             pending_opens: VecDeque::new(),
             scheduler_rx: board.as_ref().map(|b| b.scheduler_requests()),
+            receivers: JoinSet::new(),
             board,
             peer_label,
             rates: RateMemory::default(),
         }
     }
 
-    /// Uses `link` for path `id` (client) — the path must exist in the session.
+    /// Uses `link` for path `id` (client) — the path must exist in the session — and receives
+    /// from it until the driver ends.
     pub fn bind_path(&mut self, id: PathId, link: UdpLink, label: String) {
+        self.receivers.spawn(link.clone().receive_into(self.inbox_tx.clone()));
         self.sockets.insert(id, link);
         self.labels.insert(id, label);
     }
@@ -296,7 +302,6 @@ impl<R: Role> Driver<R> {
                 match self.session.add_path(now, Some(link.local), server) {
                     Ok(id) => {
                         tracing::info!(path = id, link = %label, local = %link.local, "path added");
-                        tokio::spawn(link.clone().receive_into(self.inbox_tx.clone()));
                         self.bind_path(id, link, label);
                     }
                     Err(e) => tracing::warn!(link = %label, error = %e, "cannot add path"),

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
+use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 
 /// A running server.
@@ -23,21 +23,28 @@ pub struct ServerHandle {
     pub status_addr: Option<SocketAddr>,
     /// Its status.
     pub board: StatusBoard,
+    /// The status API.
     tasks: Vec<JoinHandle<()>>,
+    /// The endpoint loop; its sessions' drivers end with it.
+    endpoint: Option<JoinHandle<Result<(), Failure>>>,
 }
 
 impl ServerHandle {
-    /// Stops the server.
+    /// Stops the server and every session.
     pub fn stop(&self) {
         for t in &self.tasks {
             t.abort();
         }
+        if let Some(t) = &self.endpoint {
+            t.abort();
+        }
     }
 
-    /// Waits until the server stops.
-    pub async fn wait(mut self) {
-        if let Some(t) = self.tasks.pop() {
-            let _ = t.await;
+    /// Waits until the server stops: an error when its UDP socket failed.
+    pub async fn wait(mut self) -> Result<(), Failure> {
+        match self.endpoint.take() {
+            Some(t) => t.await.unwrap_or(Ok(())),
+            None => Ok(()),
         }
     }
 }
@@ -72,8 +79,8 @@ pub async fn start_server(settings: ServerSettings) -> Result<ServerHandle, Fail
     let endpoint = Endpoint::new(core, crate::keyfile::random_u64());
     let addr = link.local;
     tracing::info!(%addr, clients = settings.clients.len(), "server listening");
-    tasks.push(tokio::spawn(endpoint_loop(link, endpoint, Arc::new(settings), board.clone())));
-    Ok(ServerHandle { addr, status_addr, board, tasks })
+    let endpoint = Some(tokio::spawn(endpoint_loop(link, endpoint, Arc::new(settings), board.clone())));
+    Ok(ServerHandle { addr, status_addr, board, tasks, endpoint })
 }
 
 struct Live {
@@ -86,8 +93,10 @@ async fn endpoint_loop(
     mut endpoint: Endpoint,
     settings: Arc<ServerSettings>,
     board: StatusBoard,
-) {
+) -> Result<(), Failure> {
     let epoch = Instant::now();
+    // Session drivers: aborted with this loop (server stop), reaped as they end.
+    let mut drivers = JoinSet::new();
     let mut receiver = crate::udp::Receiver::new(&link);
     let (ended_tx, mut ended_rx) = mpsc::unbounded_channel::<u32>();
     let mut sessions: HashMap<u32, Live> = HashMap::new();
@@ -95,7 +104,9 @@ async fn endpoint_loop(
     loop {
         tokio::select! {
             batch = receiver.next(&link) => {
-                let Some(batch) = batch else { break };
+                let Some(batch) = batch else {
+                    return Err(Failure::Other(format!("the UDP socket on {} failed", link.local)));
+                };
                 let now = Timestamp::from_duration(epoch.elapsed());
                 let mut routed: HashMap<u32, Vec<Incoming>> = HashMap::new();
                 for d in batch {
@@ -116,7 +127,7 @@ async fn endpoint_loop(
                             let mut driver = Driver::new(*session, role, epoch, wiring, Some(board.clone()), client.name.clone());
                             driver.set_default_socket(link.clone());
                             let ended = ended_tx.clone();
-                            tokio::spawn(async move {
+                            drivers.spawn(async move {
                                 let _ = driver.run().await;
                                 let _ = ended.send(id);
                             });
@@ -139,6 +150,7 @@ async fn endpoint_loop(
             Some(id) = ended_rx.recv() => {
                 sessions.remove(&id);
                 endpoint.forget(id);
+                while drivers.try_join_next().is_some() {}
             }
         }
     }

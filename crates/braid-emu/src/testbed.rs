@@ -153,11 +153,19 @@ impl Testbed {
             );
         }
         let addrs: Vec<SocketAddr> = relays.iter().map(|r| r.addr).collect();
-        let client = start_client(client_settings(&keys, server.addr, &addrs, &cfg)).await?;
-        if !client.wait_connected(Duration::from_secs(10)).await {
+        let client = match start_client(client_settings(&keys, server.addr, &addrs, &cfg)).await {
+            Ok(c) => c,
+            Err(f) => {
+                relays.iter().for_each(RelayHandle::stop);
+                return Err(f);
+            }
+        };
+        // From here the testbed's Drop stops everything, also when the session does not come up.
+        let bed = Testbed { server, client, relays };
+        if !bed.client.wait_connected(Duration::from_secs(10)).await {
             return Err(Failure::NoAnswer("the testbed's session did not come up within 10 s".into()));
         }
-        Ok(Testbed { server, client, relays })
+        Ok(bed)
     }
 
     /// Stops everything.

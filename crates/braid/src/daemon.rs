@@ -7,10 +7,6 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-fn parse_scheduler(s: &str) -> Result<Kind, String> {
-    s.parse()
-}
-
 /// Arguments of `braid server`.
 #[derive(Args, Debug)]
 #[command(
@@ -37,7 +33,7 @@ pub struct ServerArgs {
     #[arg(long, value_name = "ADDR:PORT")]
     status: Option<SocketAddr>,
     /// Packet scheduler for traffic towards clients.
-    #[arg(long, value_parser = parse_scheduler)]
+    #[arg(long)]
     scheduler: Option<Kind>,
     /// Set any configuration key, as in the file: --set session.congestion=cubic (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -83,7 +79,7 @@ pub struct ClientArgs {
     #[arg(long, value_name = "ADDR:PORT")]
     status: Option<SocketAddr>,
     /// Packet scheduler.
-    #[arg(long, value_parser = parse_scheduler)]
+    #[arg(long)]
     scheduler: Option<Kind>,
     /// Set any configuration key, as in the file: --set session.idle_timeout=60s (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -118,10 +114,9 @@ pub async fn server(args: ServerArgs) -> ExitCode {
         tracing::info!(%a, "status on http://{a}/status and /metrics");
     }
     tokio::select! {
-        _ = tokio::signal::ctrl_c() => tracing::info!("stopping"),
-        _ = handle.wait() => {}
+        _ = tokio::signal::ctrl_c() => { tracing::info!("stopping"); ExitCode::SUCCESS }
+        r = handle.wait() => match r { Ok(()) => ExitCode::SUCCESS, Err(f) => fail(f) },
     }
-    ExitCode::SUCCESS
 }
 
 /// Runs `braid client` until Ctrl-C or a configuration failure.

@@ -21,7 +21,7 @@ pub struct SimArgs {
     #[arg(long = "link", value_name = "LINK", required = true)]
     links: Vec<String>,
     /// Packet scheduler.
-    #[arg(long, default_value = "minrtt", value_parser = parse_scheduler, help = scheduler_help())]
+    #[arg(long, default_value = "minrtt", help = scheduler_help())]
     scheduler: Kind,
     /// Congestion controller of every path: bbr, cubic or newreno.
     #[arg(long, default_value = "bbr", value_parser = parse_cc)]
@@ -97,10 +97,6 @@ pub struct SimArgs {
 fn scheduler_help() -> String {
     let names: Vec<String> = Kind::ALL.iter().map(|(n, _, d)| format!("{n} ({d})")).collect();
     format!("Packet scheduler: {}", names.join("; "))
-}
-
-fn parse_scheduler(s: &str) -> Result<Kind, String> {
-    s.parse()
 }
 
 /// Per-link static weights (None: automatic).

@@ -39,22 +39,25 @@ fn exchange(addr: SocketAddr, request: &str) -> Result<(u16, String), String> {
     Ok((code, body.to_string()))
 }
 
-/// Asks the daemon to switch its sessions to scheduler `name`.
-pub fn switch_scheduler(addr: SocketAddr, name: &str) -> Result<String, String> {
+/// Asks the daemon to switch its sessions to scheduler `name`. Errors carry the exit code:
+/// 1 when the daemon cannot be reached, 2 when it refuses the name.
+pub fn switch_scheduler(addr: SocketAddr, name: &str) -> Result<String, (u8, String)> {
     let request = format!(
         "POST /scheduler HTTP/1.0\r\nHost: {addr}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{name}",
         name.len()
     );
-    match exchange(addr, &request)? {
+    match exchange(addr, &request).map_err(|e| (1, e))? {
         (200, body) => Ok(body.trim().to_string()),
-        (_, body) => Err(body.trim().to_string()),
+        (_, body) => Err((2, body.trim().to_string())),
     }
 }
 
 /// Fetches `/status` with a plain HTTP/1.0 request.
 pub fn fetch(addr: SocketAddr) -> Result<Status, String> {
-    let (_, json) = exchange(addr, &format!("GET /status HTTP/1.0\r\nHost: {addr}\r\n\r\n"))?;
-    serde_json::from_str(&json).map_err(|e| format!("not a braid status document: {e}"))
+    match exchange(addr, &format!("GET /status HTTP/1.0\r\nHost: {addr}\r\n\r\n"))? {
+        (200, json) => serde_json::from_str(&json).map_err(|e| format!("not a braid status document: {e}")),
+        (code, _) => Err(format!("{addr} answered HTTP {code} to GET /status: not a braid status API")),
+    }
 }
 
 /// The table.
@@ -97,9 +100,9 @@ pub fn run(args: StatusArgs) -> ExitCode {
     if let Some(name) = &args.scheduler {
         match switch_scheduler(args.addr, name) {
             Ok(msg) => eprintln!("braid status: {msg}"),
-            Err(e) => {
+            Err((code, e)) => {
                 eprintln!("braid status: {e}");
-                return ExitCode::from(2);
+                return ExitCode::from(code);
             }
         }
     }
