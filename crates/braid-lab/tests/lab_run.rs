@@ -5,6 +5,7 @@
 mod common;
 
 use std::process::Command;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use braid_lab::topo::{stale, Names};
@@ -25,12 +26,18 @@ singles = true
 mptcp = true
 "#;
 
+/// Every lab run starts with the stale sweep, which would remove the stale run that
+/// `sweep_removes_a_stale_run` plants before that test's own sweep sees it (CI caught the
+/// race): the two tests take turns.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
 #[test]
 fn two_links_single_tcp_and_mptcp_then_nothing_left() {
     if let Some(why) = common::skip_reason(&["ip", "tc", "iperf3", "mptcpize", "vde_switch", "wirefilter"]) {
         eprintln!("skipping: {why}");
         return;
     }
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = std::env::temp_dir().join(format!("braid-lab-itest-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -88,6 +95,7 @@ fn sweep_removes_a_stale_run() {
         eprintln!("skipping: {why}");
         return;
     }
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     // A PID above the usual pid_max range cannot belong to a live process.
     let dead = 4_190_000 + std::process::id() % 4000;
     let names = Names::for_pid(dead);
