@@ -327,3 +327,23 @@ fn per_class_scheduler_choice() {
     assert!(important < 1.5, "redundant class {important}");
     assert!(other > 3.0, "min-RTT class {other}");
 }
+
+/// A packet carries the content of one traffic class: the class its scheduler was asked
+/// about. Small datagrams of a class the priority scheduler drops must not ride along in the
+/// packets of the class it sends (they did: the room left in a packet was filled from any
+/// class, past the scheduler's decision).
+#[test]
+fn a_dropped_class_does_not_ride_in_another_class_packets() {
+    let l = ["1mbit/20ms"];
+    let mut cfg = datagrams(&l, Kind::Lps, &[600, 800], Duration::from_millis(300), 20);
+    for f in &mut cfg.flows {
+        f.size = 200;
+    }
+    let r = go(&cfg);
+    let (base, extra) = (&r.classes[0], &r.classes[1]);
+    // Before: the base class waited behind the piggybacked extra class in a standing queue
+    // (1.3 % loss, 153 ms mean latency on a 20 ms link); now 0.8 % and 54 ms.
+    assert!(base.loss_pct < 1.0, "base class loss {}", base.loss_pct);
+    assert!(base.latency_mean_ms < 80.0, "base class latency {} ms", base.latency_mean_ms);
+    assert!(extra.loss_pct > 50.0, "the extra class is dropped, not carried: {}", extra.loss_pct);
+}

@@ -32,6 +32,11 @@ const LIVENESS_MIN: Duration = Duration::from_millis(50);
 /// The smallest packet worth sending on a path under anti-amplification limits.
 pub(super) const MIN_PROBE_BUDGET: usize = DATA_HEADER_LEN + TAG_LEN + 20;
 
+/// A class ranking that admits `class` alone: what fills a packet its scheduler placed.
+fn only(cfg: &crate::config::SessionConfig, class: u8) -> impl Fn(u8) -> Option<u8> + Copy + '_ {
+    move |c| (c == class).then(|| cfg.priority(c))
+}
+
 /// How often a path that only carries ACKs sends an ack-eliciting one.
 fn liveness(path: &crate::path::Path) -> Duration {
     path.rtt.smoothed().max(LIVENESS_MIN)
@@ -350,28 +355,28 @@ impl Session {
     }
 
     /// What the next data packet would carry, for the scheduler. None when there is nothing.
+    /// The packet carries content of `class` only (see `build_data`).
     fn next_packet_info(&self) -> Option<PacketInfo> {
         let cfg = &self.config;
         let bytes = self.mtu();
         let backlog_bytes = self.streams.unsent_total() + self.datagrams.queued_bytes();
+        let rank = |c: u8| Some(cfg.priority(c));
+        let retransmit = self.has_control() || self.streams.has_retransmit();
         let base = PacketInfo {
             class: 0,
             priority: 0,
             deadline: None,
             bytes,
-            retransmit: false,
+            retransmit,
             datagram: false,
             ahead_packets: 0,
             backlog_bytes,
         };
-        if self.has_control() || self.streams.has_retransmit() {
-            return Some(PacketInfo { retransmit: true, ..base });
-        }
-        let stream = self.streams.next_class(|c| cfg.priority(c)).map(|c| (cfg.priority(c), c));
-        let datagram = self.datagrams.peek(|c| cfg.priority(c)).map(|d| (cfg.priority(d.class), d));
+        let stream = self.streams.next_class(rank).map(|c| (cfg.priority(c), c));
+        let datagram = self.datagrams.peek(rank).map(|d| (cfg.priority(d.class), d));
         let stream_info = |sp: u8, sc: u8| {
             let room = bytes - crate::wire::DATA_OVERHEAD;
-            let ahead = self.streams.unsent_packets(room, |c| cfg.priority(c)).saturating_sub(1);
+            let ahead = self.streams.unsent_packets(room, only(cfg, sc)).saturating_sub(1);
             PacketInfo { class: sc, priority: sp, ahead_packets: ahead, ..base.clone() }
         };
         match (stream, datagram) {
@@ -385,7 +390,8 @@ impl Session {
                 ..base
             }),
             (Some((sp, sc)), None) => Some(stream_info(sp, sc)),
-            (None, None) => None,
+            // Control frames alone.
+            (None, None) => retransmit.then_some(base),
         }
     }
 
@@ -463,7 +469,7 @@ impl Session {
                 Decision::Send(id) => {
                     let idx = self.paths.iter().position(|p| p.id == id)?;
                     if ready(id) {
-                        return Some(self.build_data(now, idx, buf, &[]));
+                        return Some(self.build_data(now, idx, info.class, buf, &[]));
                     }
                     if info.datagram {
                         // Committed to a path that cannot send yet: it waits in that path's
@@ -481,7 +487,7 @@ impl Session {
                         ids.iter().filter_map(|id| self.paths.iter().position(|p| p.id == *id)).collect();
                     let first = *idxs.first()?;
                     if ready(self.paths[first].id) {
-                        return Some(self.build_data(now, first, buf, &idxs[1..]));
+                        return Some(self.build_data(now, first, info.class, buf, &idxs[1..]));
                     }
                     if info.datagram {
                         if let Some(d) = self.datagrams.pop(info.class) {
@@ -498,7 +504,7 @@ impl Session {
                 Decision::Ahead(id, skip) => {
                     let idx = self.paths.iter().position(|p| p.id == id)?;
                     if ready(id) {
-                        if let Some(t) = self.build_ahead(now, idx, skip, buf) {
+                        if let Some(t) = self.build_ahead(now, idx, info.class, skip, buf) {
                             return Some(t);
                         }
                     }
@@ -532,11 +538,18 @@ impl Session {
 
     /// Builds a packet on `idx` carrying new stream data `skip` packets ahead of the next
     /// in-order data (EDPF, `Decision::Ahead`). None when there is no such data.
-    fn build_ahead(&mut self, now: Timestamp, idx: usize, skip: u32, buf: &mut Vec<u8>) -> Option<Transmit> {
+    fn build_ahead(
+        &mut self,
+        now: Timestamp,
+        idx: usize,
+        class: u8,
+        skip: u32,
+        buf: &mut Vec<u8>,
+    ) -> Option<Transmit> {
         let room = self.paths[idx].mtu - TAG_LEN - DATA_HEADER_LEN;
         // Leave room for the frame's length field: acknowledgements follow it.
         let cfg = self.config.clone();
-        let (id, chunk) = self.streams.next_chunk_ahead(room.saturating_sub(8), skip, |c| cfg.priority(c))?;
+        let (id, chunk) = self.streams.next_chunk_ahead(room.saturating_sub(8), skip, only(&cfg, class))?;
         let mut b = self.start(idx, buf);
         encode::stream_header(buf, id, chunk.offset, chunk.fin, Some(chunk.len));
         self.streams.copy_range(id, chunk.offset, chunk.len, buf);
@@ -556,23 +569,36 @@ impl Session {
         }
     }
 
-    /// Builds a data packet on `idx`; `copies` get the same frames (redundant scheduling).
-    fn build_data(&mut self, now: Timestamp, idx: usize, buf: &mut Vec<u8>, copies: &[usize]) -> Transmit {
+    /// Builds a data packet on `idx` with control frames, then stream data and datagrams of
+    /// `class` only — the class whose scheduler chose `idx`: filling the room with another
+    /// class's content would carry it where its own scheduler did not send it (past a
+    /// priority scheduler's drops, or a backup path it must avoid). `copies` get the same
+    /// frames (redundant scheduling).
+    fn build_data(
+        &mut self,
+        now: Timestamp,
+        idx: usize,
+        class: u8,
+        buf: &mut Vec<u8>,
+        copies: &[usize],
+    ) -> Transmit {
         let mut earliest_deadline: Option<Timestamp> = None;
         let mut only_datagrams = true;
         let mut b = self.start(idx, buf);
         self.write_acks(now, &mut b, buf, true);
         self.write_control(&mut b, buf);
         let cfg = self.config.clone();
-        let prio = |c: u8| cfg.priority(c);
+        let rank = only(&cfg, class);
         loop {
             let room = b.limit.saturating_sub(buf.len());
             if room < MIN_FRAME_ROOM {
                 break;
             }
-            let stream_p = self.streams.next_class(prio).map(prio);
-            let dgram =
-                self.datagrams.peek(prio).map(|d| (prio(d.class), d.class, d.seq, d.deadline, d.data.len()));
+            let stream_p = self.streams.next_class(rank).and_then(rank);
+            let dgram = self
+                .datagrams
+                .peek(rank)
+                .map(|d| (cfg.priority(d.class), d.class, d.seq, d.deadline, d.data.len()));
             let take_dgram = match (stream_p, dgram) {
                 (_, None) => false,
                 (None, Some(_)) => true,
@@ -593,7 +619,7 @@ impl Session {
                 b.ack_eliciting = true;
                 continue;
             }
-            if stream_p.is_none() || !self.write_stream(&mut b, buf) {
+            if stream_p.is_none() || !self.write_stream(&mut b, class, buf) {
                 break;
             }
             only_datagrams = false;
@@ -624,10 +650,10 @@ impl Session {
     }
 
     /// Appends one STREAM frame (and STREAM_OPEN if due). False when nothing fitted.
-    fn write_stream(&mut self, b: &mut Builder, buf: &mut Vec<u8>) -> bool {
+    fn write_stream(&mut self, b: &mut Builder, class: u8, buf: &mut Vec<u8>) -> bool {
         let room = b.limit.saturating_sub(buf.len());
         let cfg = self.config.clone();
-        let Some((id, chunk, announce)) = self.streams.next_chunk(room, |c| cfg.priority(c)) else {
+        let Some((id, chunk, announce)) = self.streams.next_chunk(room, only(&cfg, class)) else {
             return false;
         };
         if let Some(class) = announce {

@@ -540,26 +540,24 @@ impl Streams {
         self.send_queue.iter().filter_map(|id| self.streams.get(id)).any(|s| s.send.has_retransmit())
     }
 
-    /// The class of the stream that would send next (highest priority first is decided by the
-    /// caller through `priority`).
-    pub fn next_class(&self, priority: impl Fn(u8) -> u8) -> Option<u8> {
+    /// The class of the stream that would send next (`rank`: see `next_chunk`).
+    pub fn next_class(&self, rank: impl Fn(u8) -> Option<u8>) -> Option<u8> {
         let credit = self.peer_max_data.saturating_sub(self.sent_data);
-        self.send_queue
-            .iter()
-            .filter_map(|id| self.streams.get(id))
-            .filter(|s| s.send.has_sendable(credit) || s.announce)
-            .map(|s| s.class)
-            .min_by_key(|c| priority(*c))
+        let id = self.next_stream(credit, &rank)?;
+        self.streams.get(&id).map(|s| s.class)
     }
 
     /// Takes the next chunk to send from the highest-priority stream with something to send
     /// (round-robin among equals), sized so that its frame (and a STREAM_OPEN, if the stream
     /// must still be announced) fits in `room` bytes. Returns the stream id, the chunk (None
     /// when only the announcement fits or is due) and the class to announce.
+    ///
+    /// `rank` gives a class's priority (lower first), or None when the class may not send in
+    /// this packet: a packet carries the one class its scheduler was asked about.
     pub fn next_chunk(
         &mut self,
         room: usize,
-        priority: impl Fn(u8) -> u8,
+        rank: impl Fn(u8) -> Option<u8>,
     ) -> Option<(u64, Option<Chunk>, Option<u8>)> {
         let credit = self.peer_max_data.saturating_sub(self.sent_data);
         let mut best: Option<(usize, u8)> = None;
@@ -568,9 +566,10 @@ impl Streams {
             let id = self.send_queue[i];
             match self.streams.get_mut(&id) {
                 Some(s) if s.send.has_sendable(credit) || s.announce => {
-                    let p = priority(s.class);
-                    if best.is_none_or(|(_, bp)| p < bp) {
-                        best = Some((i, p));
+                    if let Some(p) = rank(s.class) {
+                        if best.is_none_or(|(_, bp)| p < bp) {
+                            best = Some((i, p));
+                        }
                     }
                     i += 1;
                 }
@@ -624,17 +623,17 @@ impl Streams {
         &mut self,
         room: usize,
         skip_packets: u32,
-        priority: impl Fn(u8) -> u8,
+        rank: impl Fn(u8) -> Option<u8>,
     ) -> Option<(u64, Chunk)> {
         let credit = self.peer_max_data.saturating_sub(self.sent_data);
-        let id = self.next_stream(credit, &priority)?;
+        let id = self.next_stream(credit, &rank)?;
         let s = self.streams.get_mut(&id)?;
         if s.announce || s.send.has_retransmit() {
             return None;
         }
         let max_len = room.saturating_sub(encode::stream_header_len(id, u64::MAX >> 2, None));
         // Streams of the same priority take turns: the skip is shared among them.
-        let peers = self.streams_at_priority(credit, &priority).max(1) as u64;
+        let peers = self.streams_at_priority(credit, &rank).max(1) as u64;
         let skip = u64::from(skip_packets) * max_len as u64 / peers;
         let s = self.streams.get_mut(&id)?;
         let chunk = s.send.next_chunk_ahead(skip.max(1), max_len, credit)?;
@@ -643,9 +642,9 @@ impl Streams {
     }
 
     /// New bytes the next stream could send, in packets of `room` bytes (what EDPF may skip).
-    pub fn unsent_packets(&self, room: usize, priority: impl Fn(u8) -> u8) -> u32 {
+    pub fn unsent_packets(&self, room: usize, rank: impl Fn(u8) -> Option<u8>) -> u32 {
         let credit = self.peer_max_data.saturating_sub(self.sent_data);
-        let Some(id) = self.next_stream(credit, &priority) else {
+        let Some(id) = self.next_stream(credit, &rank) else {
             return 0;
         };
         let Some(s) = self.streams.get(&id) else { return 0 };
@@ -654,11 +653,11 @@ impl Streams {
     }
 
     /// The stream `next_chunk` would serve (highest priority, first in turn).
-    fn next_stream(&self, credit: u64, priority: &impl Fn(u8) -> u8) -> Option<u64> {
+    fn next_stream(&self, credit: u64, rank: &impl Fn(u8) -> Option<u8>) -> Option<u64> {
         let mut best: Option<(u64, u8)> = None;
         for id in &self.send_queue {
             if let Some(s) = self.streams.get(id).filter(|s| s.send.has_sendable(credit) || s.announce) {
-                let p = priority(s.class);
+                let Some(p) = rank(s.class) else { continue };
                 if best.is_none_or(|(_, bp)| p < bp) {
                     best = Some((*id, p));
                 }
@@ -667,15 +666,15 @@ impl Streams {
         best.map(|(id, _)| id)
     }
 
-    fn streams_at_priority(&self, credit: u64, priority: &impl Fn(u8) -> u8) -> usize {
-        let Some(top) = self.next_stream(credit, priority).and_then(|id| self.streams.get(&id)) else {
+    fn streams_at_priority(&self, credit: u64, rank: &impl Fn(u8) -> Option<u8>) -> usize {
+        let Some(top) = self.next_stream(credit, rank).and_then(|id| self.streams.get(&id)) else {
             return 0;
         };
-        let p = priority(top.class);
+        let p = rank(top.class);
         self.send_queue
             .iter()
             .filter_map(|id| self.streams.get(id))
-            .filter(|s| s.send.has_sendable(credit) && priority(s.class) == p)
+            .filter(|s| s.send.has_sendable(credit) && rank(s.class) == p)
             .count()
     }
 
