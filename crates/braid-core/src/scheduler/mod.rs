@@ -42,6 +42,7 @@ pub mod priority;
 pub mod random;
 pub mod redundant;
 pub mod round_robin;
+mod surplus;
 pub mod wrr;
 
 use crate::path::PathId;

@@ -27,6 +27,7 @@
 //!   exceeds what is available by 10 %, and one that is dropped returns only when it fits with
 //!   10 % to spare, so a class near the limit does not flap with the noise of its rate.
 
+use super::surplus::SurplusTurn;
 use super::{striped, usable_for_data, wait_for, ClassView, Decision, PacketInfo, PathView, Scheduler};
 use crate::path::PathId;
 use crate::time::Timestamp;
@@ -177,13 +178,6 @@ pub fn allocate(
     out
 }
 
-/// Surplus round-robin of one class over its paths.
-#[derive(Debug, Default, Clone)]
-struct ClassTurn {
-    deficit: BTreeMap<PathId, f64>,
-    current: Option<PathId>,
-}
-
 /// The priority-aware striping engine.
 #[derive(Debug, Clone)]
 pub struct PriorityStriping {
@@ -194,7 +188,7 @@ pub struct PriorityStriping {
     alloc: Allocation,
     next_alloc: Option<Timestamp>,
     allocated_for: Vec<PathId>,
-    turns: BTreeMap<u8, ClassTurn>,
+    turns: BTreeMap<u8, SurplusTurn>,
 }
 
 impl PriorityStriping {
@@ -275,28 +269,12 @@ impl Scheduler for PriorityStriping {
         }
         let turn = self.turns.entry(packet.class).or_default();
         let max = shares.iter().map(|(_, s)| *s).fold(0.0, f64::max).max(1e-9);
-        turn.deficit.retain(|id, _| shares.iter().any(|(s, _)| s == id));
-        let mut guard = 0;
-        loop {
-            if let Some(c) = turn.current {
-                if shares.iter().any(|(id, _)| *id == c) && turn.deficit.get(&c).is_some_and(|d| *d > 0.0) {
-                    break;
-                }
-            }
-            let pos = turn.current.and_then(|c| shares.iter().position(|(id, _)| *id == c));
-            let (next, share) = shares[pos.map_or(0, |p| (p + 1) % shares.len())];
-            *turn.deficit.entry(next).or_insert(0.0) += (QUANTUM * share / max).max(1.0);
-            turn.current = Some(next);
-            guard += 1;
-            if guard > 100_000 {
-                break;
-            }
-        }
-        let id = turn.current.expect("set above");
+        let quanta: Vec<(PathId, f64)> = shares.iter().map(|(id, s)| (*id, QUANTUM * s / max)).collect();
+        let id = turn.next(&quanta);
         let path = candidates.iter().find(|p| p.id == id).expect("a candidate");
         let (decision, used) = striped(now, path, packet);
         if used {
-            *turn.deficit.entry(id).or_insert(0.0) -= packet.bytes as f64;
+            turn.charge(id, packet.bytes);
         }
         decision
     }

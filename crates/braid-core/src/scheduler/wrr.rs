@@ -19,6 +19,7 @@
 //!
 //! Like round-robin the turn is strict: a path that cannot send now keeps it.
 
+use super::surplus::SurplusTurn;
 use super::{eligible_for, striped, wait_for, Decision, PacketInfo, PathView, Scheduler};
 use crate::path::PathId;
 use crate::time::Timestamp;
@@ -26,7 +27,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// Bytes a path of weight 100 may send per turn.
-const QUANTUM: i64 = 6000;
+const QUANTUM: f64 = 6000.0;
 /// How often automatic weights are recomputed (seed 002 counts bytes "in a specified time
 /// interval"; one second, as the digest's A8 reading).
 pub const REWEIGHT_INTERVAL: Duration = Duration::from_secs(1);
@@ -46,8 +47,7 @@ pub const DISPARITY_HIGH_SLOW: f64 = 0.10;
 #[derive(Debug, Default, Clone)]
 pub struct Wrr {
     weights: BTreeMap<PathId, u32>,
-    deficit: BTreeMap<PathId, i64>,
-    current: Option<PathId>,
+    turn: SurplusTurn,
     smoothed: BTreeMap<PathId, f64>,
     next_reweight: Option<Timestamp>,
 }
@@ -78,7 +78,7 @@ impl Wrr {
         if changed {
             // "resets a packet counter for each link, and starts distributing packets
             // according to the new weights"
-            self.deficit.clear();
+            self.turn.reset();
         }
         // A path that came or went only joins or leaves the rotation.
         self.weights = new;
@@ -129,33 +129,15 @@ impl Scheduler for Wrr {
         }
         candidates.sort_by_key(|p| p.id);
         self.reweight(now, &candidates);
-        self.deficit.retain(|id, _| candidates.iter().any(|p| p.id == *id));
-        // Surplus round-robin: visit paths in turn, adding each one's quantum, until the path
-        // holding the turn has a positive counter.
-        let mut guard = 0;
-        loop {
-            if let Some(c) = self.current {
-                if candidates.iter().any(|p| p.id == c) && self.deficit.get(&c).is_some_and(|d| *d > 0) {
-                    break;
-                }
-            }
-            let next = match self.current {
-                Some(c) => candidates.iter().find(|p| p.id > c).unwrap_or(&candidates[0]),
-                None => &candidates[0],
-            };
-            let quantum = QUANTUM * i64::from(self.weights.get(&next.id).copied().unwrap_or(1)) / 100;
-            *self.deficit.entry(next.id).or_insert(0) += quantum.max(1);
-            self.current = Some(next.id);
-            guard += 1;
-            if guard > 100_000 {
-                break;
-            }
-        }
-        let id = self.current.expect("set above");
+        let quanta: Vec<(PathId, f64)> = candidates
+            .iter()
+            .map(|p| (p.id, QUANTUM * f64::from(self.weights.get(&p.id).copied().unwrap_or(1)) / 100.0))
+            .collect();
+        let id = self.turn.next(&quanta);
         let path = candidates.iter().find(|p| p.id == id).expect("a candidate");
         let (decision, used) = striped(now, path, packet);
         if used {
-            *self.deficit.entry(id).or_insert(0) -= packet.bytes as i64;
+            self.turn.charge(id, packet.bytes);
         }
         decision
     }
