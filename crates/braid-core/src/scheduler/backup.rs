@@ -3,7 +3,7 @@
 //! none can send now and what waits would take them more than 50 ms to drain. Otherwise it is
 //! min-RTT over the active paths.
 
-use super::{eligible_for, wait_for, Decision, PacketInfo, PathView, Scheduler};
+use super::{eligible_for, fastest_ready, wait_for, Decision, PacketInfo, PathView, Scheduler};
 use crate::time::Timestamp;
 use crate::wire::PathStatusKind;
 use std::time::Duration;
@@ -23,7 +23,7 @@ impl Scheduler for Backup {
     fn select(&mut self, now: Timestamp, paths: &[PathView], packet: &PacketInfo) -> Decision {
         let active: Vec<&PathView> =
             eligible_for(paths, packet).filter(|p| p.status == PathStatusKind::Active).collect();
-        if let Some(p) = active.iter().filter(|p| p.ready(now)).min_by_key(|p| (p.srtt, p.id)) {
+        if let Some(p) = fastest_ready(now, active.iter().copied()) {
             return Decision::Send(p.id);
         }
         let rate: f64 = active.iter().map(|p| p.rate).sum();
@@ -32,7 +32,7 @@ impl Scheduler for Backup {
         let backups: Vec<&PathView> =
             paths.iter().filter(|p| p.usable && p.status == PathStatusKind::Backup).collect();
         if saturated {
-            if let Some(p) = backups.iter().filter(|p| p.ready(now)).min_by_key(|p| (p.srtt, p.id)) {
+            if let Some(p) = fastest_ready(now, backups.iter().copied()) {
                 return Decision::Send(p.id);
             }
             return wait_for(active.into_iter().chain(backups));

@@ -2,7 +2,7 @@
 //! scheduler of Linux MPTCP). With per-path pacing a path "can send" only when its pacer
 //! releases the packet, so faster paths are preferred but every path is kept busy.
 
-use super::{eligible_for, wait_for, Decision, PacketInfo, PathView, Scheduler};
+use super::{eligible_for, fastest_ready, wait_for, Decision, PacketInfo, PathView, Scheduler};
 use crate::time::Timestamp;
 
 /// The min-RTT scheduler.
@@ -15,7 +15,7 @@ impl Scheduler for MinRtt {
     }
 
     fn select(&mut self, now: Timestamp, paths: &[PathView], packet: &PacketInfo) -> Decision {
-        match eligible_for(paths, packet).filter(|p| p.ready(now)).min_by_key(|p| (p.srtt, p.id)) {
+        match fastest_ready(now, eligible_for(paths, packet)) {
             Some(p) => Decision::Send(p.id),
             None => wait_for(eligible_for(paths, packet)),
         }

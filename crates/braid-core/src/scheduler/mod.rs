@@ -217,17 +217,8 @@ pub trait Scheduler: fmt::Debug + Send + Sync {
 /// usable; paths left out by admission when nothing else is usable (the common rule most
 /// schedulers apply first).
 pub fn eligible(paths: &[PathView]) -> impl Iterator<Item = &PathView> {
-    let any_active = paths.iter().any(|p| p.carries_data());
     let any_admitted = paths.iter().any(|p| p.carries_data() && p.admitted);
-    paths.iter().filter(move |p| {
-        p.usable
-            && (p.admitted || !any_admitted)
-            && match p.status {
-                PathStatusKind::Active => true,
-                PathStatusKind::Backup => !any_active,
-                PathStatusKind::Standby => false,
-            }
-    })
+    usable_for_data(paths).filter(move |p| p.admitted || !any_admitted)
 }
 
 /// The paths eligible for `packet`: [`eligible`] for stream data and control; for a datagram
@@ -257,6 +248,14 @@ pub fn usable_for_data(paths: &[PathView]) -> impl Iterator<Item = &PathView> {
                 PathStatusKind::Standby => false,
             }
     })
+}
+
+/// The lowest-RTT path among `paths` that can send now (ties to the lower id): min-RTT's pick.
+pub fn fastest_ready<'a>(
+    now: Timestamp,
+    paths: impl IntoIterator<Item = &'a PathView>,
+) -> Option<&'a PathView> {
+    paths.into_iter().filter(|p| p.ready(now)).min_by_key(|p| (p.srtt, p.id))
 }
 
 /// `Wait` until the earliest time an eligible path can send.

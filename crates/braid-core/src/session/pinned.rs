@@ -165,9 +165,7 @@ impl Session {
                     self.write_acks(now, &mut b, buf, true);
                     let mut next = Some(first);
                     while let Some(d) = next.take() {
-                        let room = b.limit.saturating_sub(buf.len());
-                        let deadline_us = d.deadline.map(|t| (t - now).as_micros() as u64);
-                        if encode::datagram_len(d.seq, deadline_us, d.data.len()) > room {
+                        if !self.write_datagram(now, &mut b, buf, &d) {
                             if b.frames.iter().any(|f| matches!(f, SentFrame::Datagram { .. })) {
                                 // Does not fit next to the others: it leads the next packet.
                                 self.pinned.entry(id).or_default().push_front(Pinned::Datagram(d));
@@ -178,11 +176,6 @@ impl Session {
                             }
                             break;
                         }
-                        encode::datagram(buf, d.class, d.seq, deadline_us, &d.data);
-                        b.frames.push(SentFrame::Datagram { class: d.class });
-                        self.datagrams.stats.entry(d.class).or_default().sent += 1;
-                        self.paths[idx].stats.datagrams_sent += 1;
-                        b.ack_eliciting = true;
                         if let Some(q) = self.pinned.get_mut(&id) {
                             if matches!(q.front(), Some(Pinned::Datagram(_))) {
                                 if let Some(Pinned::Datagram(d)) = q.pop_front() {

@@ -12,6 +12,7 @@
 use super::pinned::Pinned;
 use super::{Session, State, Transmit};
 use crate::config::AckPath;
+use crate::datagram::OutgoingDatagram;
 use crate::path::sent::{SentFrame, SentPacket};
 use crate::path::PathState;
 use crate::scheduler::{Decision, PacketInfo, PathView};
@@ -587,39 +588,21 @@ impl Session {
         let mut b = self.start(idx, buf);
         self.write_acks(now, &mut b, buf, true);
         self.write_control(&mut b, buf);
-        let cfg = self.config.clone();
-        let rank = only(&cfg, class);
         loop {
             let room = b.limit.saturating_sub(buf.len());
             if room < MIN_FRAME_ROOM {
                 break;
             }
-            let stream_p = self.streams.next_class(rank).and_then(rank);
-            let dgram = self
-                .datagrams
-                .peek(rank)
-                .map(|d| (cfg.priority(d.class), d.class, d.seq, d.deadline, d.data.len()));
-            let take_dgram = match (stream_p, dgram) {
-                (_, None) => false,
-                (None, Some(_)) => true,
-                (Some(sp), Some((dp, ..))) => dp <= sp,
-            };
-            if take_dgram {
-                let (_, class, seq, deadline, len) = dgram.expect("checked");
-                let deadline_us = deadline.map(|d| (d - now).as_micros() as u64);
-                if encode::datagram_len(seq, deadline_us, len) > room {
+            // Within a class, datagrams go first (they are the time-critical content).
+            if let Some(d) = self.datagrams.pop(class) {
+                if !self.write_datagram(now, &mut b, buf, &d) {
+                    self.datagrams.push_front(d);
                     break;
                 }
-                let d = self.datagrams.pop(class).expect("peeked");
-                encode::datagram(buf, class, seq, deadline_us, &d.data);
-                b.frames.push(SentFrame::Datagram { class });
-                self.datagrams.stats.entry(class).or_default().sent += 1;
-                self.paths[idx].stats.datagrams_sent += 1;
-                earliest_deadline = crate::time::earliest(earliest_deadline, deadline);
-                b.ack_eliciting = true;
+                earliest_deadline = crate::time::earliest(earliest_deadline, d.deadline);
                 continue;
             }
-            if stream_p.is_none() || !self.write_stream(&mut b, class, buf) {
+            if !self.write_stream(&mut b, class, buf) {
                 break;
             }
             only_datagrams = false;
@@ -647,6 +630,27 @@ impl Session {
             }
         }
         t
+    }
+
+    /// Appends a DATAGRAM frame carrying `d`; false (nothing written) when it does not fit.
+    pub(super) fn write_datagram(
+        &mut self,
+        now: Timestamp,
+        b: &mut Builder,
+        buf: &mut Vec<u8>,
+        d: &OutgoingDatagram,
+    ) -> bool {
+        let room = b.limit.saturating_sub(buf.len());
+        let deadline_us = d.deadline.map(|t| (t - now).as_micros() as u64);
+        if encode::datagram_len(d.seq, deadline_us, d.data.len()) > room {
+            return false;
+        }
+        encode::datagram(buf, d.class, d.seq, deadline_us, &d.data);
+        b.frames.push(SentFrame::Datagram { class: d.class });
+        self.datagrams.stats.entry(d.class).or_default().sent += 1;
+        self.paths[b.idx].stats.datagrams_sent += 1;
+        b.ack_eliciting = true;
+        true
     }
 
     /// Appends one STREAM frame (and STREAM_OPEN if due). False when nothing fitted.
