@@ -9,8 +9,6 @@ mod common;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
-use braid_lab::{LabArgs, LabCommand, RunArgs};
-
 const SCENARIO: &str = r#"
 name = "contract"
 duration = "2s"
@@ -38,28 +36,7 @@ fn braid_contender_follows_the_cli_contract() {
     perm.set_mode(0o755);
     std::fs::set_permissions(&fake, perm).unwrap();
 
-    let dir = std::env::temp_dir().join(format!("braid-lab-contract-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("contract.toml");
-    std::fs::write(&file, SCENARIO).unwrap();
-    let out = dir.join("out");
-    let code = braid_lab::run(LabArgs {
-        command: LabCommand::Run(RunArgs {
-            file,
-            json: false,
-            out: Some(out.clone()),
-            contenders: None,
-            workloads: None,
-            duration: None,
-            repeats: None,
-            braid: Some(fake),
-            agg_tunnel: None,
-            quiet: true,
-        }),
-    })
-    .expect("lab run");
-    assert_eq!(code, braid_lab::EXIT_OK);
+    let common::Ran { dir, out } = common::run_scenario("contract", SCENARIO, Some(fake));
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     for w in ["bulk-up", "bulk-down"] {

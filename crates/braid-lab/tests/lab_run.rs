@@ -9,7 +9,6 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use braid_lab::topo::{stale, Names};
-use braid_lab::{LabArgs, LabCommand, RunArgs};
 
 const SCENARIO: &str = r#"
 name = "itest"
@@ -38,28 +37,7 @@ fn two_links_single_tcp_and_mptcp_then_nothing_left() {
         return;
     }
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = std::env::temp_dir().join(format!("braid-lab-itest-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("itest.toml");
-    std::fs::write(&file, SCENARIO).unwrap();
-    let out = dir.join("out");
-    let code = braid_lab::run(LabArgs {
-        command: LabCommand::Run(RunArgs {
-            file,
-            json: false,
-            out: Some(out.clone()),
-            contenders: None,
-            workloads: None,
-            duration: None,
-            repeats: None,
-            braid: None,
-            agg_tunnel: None,
-            quiet: true,
-        }),
-    })
-    .expect("lab run");
-    assert_eq!(code, braid_lab::EXIT_OK);
+    let common::Ran { dir, out } = common::run_scenario("itest", SCENARIO, None);
 
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();

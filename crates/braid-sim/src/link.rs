@@ -213,24 +213,24 @@ fn parse_ge(v: &str) -> Result<GilbertElliott, String> {
 }
 
 fn parse_capacity(v: &str) -> Result<Vec<(Duration, u64)>, String> {
-    let mut out = Vec::new();
-    for item in v.split(',') {
-        let (r, t) = item
-            .split_once('@')
-            .ok_or_else(|| format!("capacity '{item}' must be RATE@TIME, e.g. 4mbit@20s"))?;
-        out.push((parse_duration(t)?, parse_rate(r)?));
-    }
-    out.sort_by_key(|(t, _)| *t);
-    Ok(out)
+    parse_schedule(v, "capacity '{}' must be RATE@TIME, e.g. 4mbit@20s", parse_rate)
 }
 
 fn parse_loss_schedule(v: &str) -> Result<Vec<(Duration, f64)>, String> {
+    parse_schedule(v, "loss '{}' must be P%@TIME, e.g. 10%@0s,1%@30s", parse_percent)
+}
+
+/// `VALUE@TIME,VALUE@TIME,...` sorted by time; `shape` is the error for an item without `@`
+/// (`{}` stands for the item).
+fn parse_schedule<T>(
+    v: &str,
+    shape: &str,
+    value: impl Fn(&str) -> Result<T, String>,
+) -> Result<Vec<(Duration, T)>, String> {
     let mut out = Vec::new();
     for item in v.split(',') {
-        let (p, t) = item
-            .split_once('@')
-            .ok_or_else(|| format!("loss '{item}' must be P%@TIME, e.g. 10%@0s,1%@30s"))?;
-        out.push((parse_duration(t)?, parse_percent(p)?));
+        let (x, t) = item.split_once('@').ok_or_else(|| shape.replace("{}", item))?;
+        out.push((parse_duration(t)?, value(x)?));
     }
     out.sort_by_key(|(t, _)| *t);
     Ok(out)

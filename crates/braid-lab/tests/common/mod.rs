@@ -1,4 +1,7 @@
 //! Helpers shared by the root-only integration tests.
+//!
+//! Each test binary uses a part of them.
+#![allow(dead_code)]
 
 /// Why a root-only test cannot run here (not root, or a tool missing), or `None`.
 pub fn skip_reason(tools: &[&str]) -> Option<String> {
@@ -12,4 +15,41 @@ pub fn skip_reason(tools: &[&str]) -> Option<String> {
         return Some(format!("missing tools: {}", missing.join(", ")));
     }
     None
+}
+
+/// A finished `braid lab run` of `scenario` (TOML text) in a fresh scratch directory named
+/// after `name` and this process.
+pub struct Ran {
+    /// The scratch directory (the caller removes it when done).
+    pub dir: std::path::PathBuf,
+    /// The run's `--out` directory, inside `dir`.
+    pub out: std::path::PathBuf,
+}
+
+/// Writes `scenario` to a scratch directory and runs it quietly (with `braid` as the braid
+/// binary when given); asserts the run's exit code is `EXIT_OK`.
+pub fn run_scenario(name: &str, scenario: &str, braid: Option<std::path::PathBuf>) -> Ran {
+    let dir = std::env::temp_dir().join(format!("braid-lab-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(format!("{name}.toml"));
+    std::fs::write(&file, scenario).unwrap();
+    let out = dir.join("out");
+    let code = braid_lab::run(braid_lab::LabArgs {
+        command: braid_lab::LabCommand::Run(braid_lab::RunArgs {
+            file,
+            json: false,
+            out: Some(out.clone()),
+            contenders: None,
+            workloads: None,
+            duration: None,
+            repeats: None,
+            braid,
+            agg_tunnel: None,
+            quiet: true,
+        }),
+    })
+    .expect("lab run");
+    assert_eq!(code, braid_lab::EXIT_OK);
+    Ran { dir, out }
 }
