@@ -59,6 +59,10 @@ pub struct PathStatus {
     pub packets_lost: u64,
     /// Times the path went silent.
     pub blackouts: u64,
+    /// Maximum UDP payload the path carries now, bytes (lower than configured after a path
+    /// MTU black hole).
+    #[serde(default)]
+    pub mtu: usize,
 }
 
 /// One session, as published.
@@ -225,6 +229,7 @@ pub fn session_status(
                 stream_bytes_received: p.stats.stream_bytes_received,
                 packets_lost: p.stats.packets_lost,
                 blackouts: p.stats.blackouts,
+                mtu: p.mtu,
             }
         })
         .collect::<Vec<_>>();

@@ -392,6 +392,7 @@ fn build_report(
                     .as_ref()
                     .map_or(0.0, |p| p.stats.stream_bytes_received as f64 * 8.0 / secs),
                 srtt_ms: client_path.as_ref().map_or(0.0, |p| p.srtt.as_secs_f64() * 1e3),
+                mtu: client_path.as_ref().map_or(0, |p| p.mtu),
                 lost_packets: client_path.as_ref().map_or(0, |p| p.stats.packets_lost),
                 retransmitted_bytes: client_path.as_ref().map_or(0, |p| p.stats.retransmitted_bytes),
                 state: client_path

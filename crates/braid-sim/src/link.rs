@@ -75,6 +75,9 @@ pub struct LinkSpec {
     pub capacity: Vec<(Duration, u64)>,
     /// Outages: [from, to).
     pub down: Vec<(Duration, Duration)>,
+    /// Largest IP packet the link carries (a tunnel or PPPoE hop whose "fragmentation
+    /// needed" messages are lost: larger packets vanish); None for no limit.
+    pub mtu: Option<usize>,
 }
 
 impl LinkSpec {
@@ -92,6 +95,7 @@ impl LinkSpec {
             reorder: 0.0,
             capacity: Vec::new(),
             down: Vec::new(),
+            mtu: None,
         }
     }
 
@@ -119,10 +123,17 @@ impl LinkSpec {
                 "ge" => spec.gilbert = Some(parse_ge(v)?),
                 "capacity" => spec.capacity = parse_capacity(v)?,
                 "down" => spec.down = parse_down(v)?,
+                "mtu" => {
+                    let m: usize = v.parse().map_err(|_| format!("mtu '{v}' must be bytes, e.g. 1400"))?;
+                    if !(576..=65535).contains(&m) {
+                        return Err(format!("mtu '{v}' must be 576..65535 bytes"));
+                    }
+                    spec.mtu = Some(m);
+                }
                 other => {
                     return Err(format!(
-                    "unknown link option '{other}' (loss, jitter, queue, ge, dup, reorder, capacity, down)"
-                ))
+                        "unknown link option '{other}' (loss, jitter, queue, ge, dup, reorder, capacity, down, mtu)"
+                    ))
                 }
             }
         }
@@ -342,7 +353,7 @@ impl Direction {
             self.drops[2] += 1;
             return Fate::Down;
         }
-        if lost {
+        if lost || spec.mtu.is_some_and(|m| wire as usize > m) {
             self.drops[1] += 1;
             return Fate::Lost;
         }
@@ -368,6 +379,8 @@ mod tests {
         assert!(LinkSpec::parse("5mbit/40ms/loss=10%@0s,1%").is_err());
         let c = LinkSpec::parse("10mbit/20ms/capacity=10mbit@0s,4mbit@20s/down=5s-6s").unwrap();
         assert_eq!(c.rate_at(Duration::from_secs(25)), 4_000_000);
+        assert_eq!(LinkSpec::parse("10mbit/20ms/mtu=1400").unwrap().mtu, Some(1400));
+        assert!(LinkSpec::parse("10mbit/20ms/mtu=100").is_err());
         assert!(c.is_down(Duration::from_millis(5500)));
         assert!(LinkSpec::parse("20mbit").is_err());
         assert!(LinkSpec::parse("20mbit/10ms/bogus=1").unwrap_err().contains("unknown link option"));

@@ -15,6 +15,9 @@ pub struct PathReport {
     pub srtt_ms: f64,
     /// Packets the client declared lost on it.
     pub lost_packets: u64,
+    /// Maximum UDP payload the client's path carries at the end (lowered after a path MTU
+    /// black hole).
+    pub mtu: usize,
     /// Stream bytes the client resent on it.
     pub retransmitted_bytes: u64,
     /// Final state.

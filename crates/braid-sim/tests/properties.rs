@@ -14,7 +14,8 @@ use proptest::prelude::*;
 use std::time::Duration;
 
 /// A random link: 300 kbit/s – 40 Mbit/s, 1–80 ms, up to 5% loss, jitter, reordering,
-/// duplication, and possibly an outage.
+/// duplication, possibly an outage, and possibly an MTU below braid's packets (a path MTU
+/// black hole).
 fn link() -> impl Strategy<Value = LinkSpec> {
     (
         300u64..40_000,
@@ -24,8 +25,9 @@ fn link() -> impl Strategy<Value = LinkSpec> {
         0u32..30,
         0u32..30,
         prop::option::of((0u64..8_000, 200u64..6_000)),
+        prop::option::weighted(0.2, 1240usize..1480),
     )
-        .prop_map(|(kbit, ms, loss_permille, jitter_ms, reorder_permille, dup_permille, outage)| {
+        .prop_map(|(kbit, ms, loss_permille, jitter_ms, reorder_permille, dup_permille, outage, mtu)| {
             let mut l = LinkSpec::new(kbit * 1000, Duration::from_millis(ms));
             l.loss = f64::from(loss_permille) / 1000.0;
             l.jitter = Duration::from_millis(jitter_ms);
@@ -34,6 +36,7 @@ fn link() -> impl Strategy<Value = LinkSpec> {
             if let Some((at, len)) = outage {
                 l.down.push((Duration::from_millis(at), Duration::from_millis(at + len)));
             }
+            l.mtu = mtu;
             l
         })
 }

@@ -70,6 +70,12 @@ impl Path {
         let mut acked_bytes = 0;
         let mut largest_sent_time = Timestamp::ZERO;
         for p in newly {
+            if let Some(mtu) = self.pmtu.on_acked(p.size as usize, p.mtu_probe) {
+                self.mtu = mtu;
+            }
+            if p.mtu_probe {
+                continue;
+            }
             if p.in_flight {
                 self.delivery.on_packet_acked(now, p.sent_time, u64::from(p.size), &p.rate);
                 if !p.requeued {
@@ -148,6 +154,18 @@ impl Path {
         let mut persistent = false;
         let random_verdict = self.monitor.judge_loss(&self.rtt);
         for p in &lost[first..] {
+            if let Some(mtu) = self.pmtu.on_lost(p.size as usize, p.mtu_probe, self.mtu) {
+                tracing::debug!(
+                    path = self.id,
+                    from = self.mtu,
+                    to = mtu,
+                    "path MTU black hole: falling back"
+                );
+                self.mtu = mtu;
+            }
+            if p.mtu_probe {
+                continue;
+            }
             if p.ack_eliciting {
                 self.stats.packets_lost += 1;
                 self.monitor.on_lost_for_pair(p.pn);

@@ -3,6 +3,7 @@
 //! control, so a loss on one link never slows another).
 
 pub mod loss;
+pub mod mtu;
 pub mod received;
 pub mod rtt;
 pub mod sent;
@@ -13,6 +14,7 @@ use crate::cc::{Algorithm, Controller};
 use crate::monitor::{Monitor, MonitorState};
 use crate::time::Timestamp;
 use crate::wire::PathStatusKind;
+use mtu::MtuDiscovery;
 use received::Received;
 use rtt::RttEstimator;
 use sent::{SentPacket, SentPackets};
@@ -135,8 +137,10 @@ pub struct Path {
     pub challenge: Option<Challenge>,
     /// Tokens of PATH_CHALLENGEs to answer, with the address they came from.
     pub responses: Vec<([u8; 8], SocketAddr)>,
-    /// Maximum UDP payload on this path.
+    /// Maximum UDP payload on this path (lowered by black-hole detection, see `mtu`).
     pub mtu: usize,
+    /// Path MTU discovery.
+    pub pmtu: MtuDiscovery,
     /// Counters.
     pub stats: PathStats,
     /// Measurements for schedulers and status.
@@ -192,6 +196,7 @@ impl Path {
             challenge: None,
             responses: Vec::new(),
             mtu,
+            pmtu: MtuDiscovery::new(mtu),
             stats: PathStats::default(),
             monitor: Monitor::default(),
             created: now,

@@ -50,6 +50,8 @@ pub struct SentPacket {
     pub in_flight: bool,
     /// Its frames were already handed to other paths because this path went silent.
     pub requeued: bool,
+    /// A path MTU probe (padding only; its loss is not congestion, see `path::mtu`).
+    pub mtu_probe: bool,
     /// Delivery-rate snapshot.
     pub rate: PacketRateState,
     /// What it carried.
@@ -140,6 +142,7 @@ mod tests {
             ack_eliciting: true,
             in_flight: true,
             requeued: false,
+            mtu_probe: false,
             rate: PacketRateState::default(),
             frames: SmallVec::new(),
         }

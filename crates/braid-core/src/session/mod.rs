@@ -615,6 +615,8 @@ impl Session {
             random_losses: p.monitor.random_losses,
             congestion_losses: p.monitor.congestion_losses,
             admitted: p.admitted,
+            mtu: p.mtu,
+            mtu_black_holes: p.pmtu.black_holes,
         })
     }
 
@@ -719,6 +721,10 @@ pub struct PathInfo {
     pub congestion_losses: u64,
     /// Path admission's verdict (false: kept in standby).
     pub admitted: bool,
+    /// Maximum UDP payload the path carries now (lowered when a black hole was found).
+    pub mtu: usize,
+    /// Path MTU black holes detected (see `path::mtu`).
+    pub mtu_black_holes: u32,
 }
 
 /// The seed of the `n`th class scheduler: distinct from the session scheduler's (`n` + 1 is

@@ -14,7 +14,7 @@ use super::{Session, State, Transmit};
 use crate::config::AckPath;
 use crate::datagram::OutgoingDatagram;
 use crate::path::sent::{SentFrame, SentPacket};
-use crate::path::PathState;
+use crate::path::{PathId, PathState};
 use crate::scheduler::{Decision, PacketInfo, PathView};
 use crate::time::Timestamp;
 use crate::wire::frame::encode;
@@ -50,6 +50,7 @@ pub(super) struct Builder {
     pub(super) limit: usize,
     pub(super) frames: FrameRecords,
     pub(super) ack_eliciting: bool,
+    pub(super) mtu_probe: bool,
 }
 
 impl Session {
@@ -93,7 +94,14 @@ impl Session {
         buf.clear();
         buf.resize(DATA_HEADER_LEN, 0);
         DataHeader { session_id: self.remote_id, path_id: path.id, truncated_pn: pn as u32 }.write(buf);
-        Builder { idx, pn, limit: path.mtu - TAG_LEN, frames: SmallVec::new(), ack_eliciting: false }
+        Builder {
+            idx,
+            pn,
+            limit: path.mtu - TAG_LEN,
+            frames: SmallVec::new(),
+            ack_eliciting: false,
+            mtu_probe: false,
+        }
     }
 
     pub(super) fn seal_and_record(
@@ -112,8 +120,9 @@ impl Session {
             sent_time: now,
             size: size as u32,
             ack_eliciting: b.ack_eliciting,
-            in_flight: b.ack_eliciting,
+            in_flight: b.ack_eliciting && !b.mtu_probe,
             requeued: false,
+            mtu_probe: b.mtu_probe,
             rate: Default::default(),
             frames: b.frames,
         };
@@ -225,6 +234,17 @@ impl Session {
                 let t = self.seal_and_record(now, b, buf, None);
                 self.paths[idx].monitor.on_pair_sent(now, pn, t.size as u64);
                 return Some(t);
+            }
+            if let Some(size) = p.pmtu.probe_due().filter(|s| *s <= budget && p.state == PathState::Active) {
+                // Path MTU search (see `path::mtu`): a PING padded to the size under test.
+                let mut b = self.start(idx, buf);
+                b.limit = size - TAG_LEN;
+                b.mtu_probe = true;
+                encode::ping(buf);
+                encode::padding(buf, b.limit - buf.len());
+                b.ack_eliciting = true;
+                self.paths[idx].pmtu.on_probe_sent();
+                return Some(self.seal_and_record(now, b, buf, None));
             }
         }
         None
@@ -624,8 +644,11 @@ impl Session {
         if let Some(payload) = payload {
             // Copies of datagrams are useless after their deadline; other copies are kept.
             let expires = if only_datagrams { earliest_deadline } else { None };
-            for &c in copies {
-                let id = self.paths[c].id;
+            // A copy larger than a path's MTU would be lost there (the packet was sized for
+            // the first path).
+            let fit: SmallVec<[PathId; 4]> =
+                copies.iter().filter(|&&c| t.size <= self.paths[c].mtu).map(|&c| self.paths[c].id).collect();
+            for id in fit {
                 self.pin(id, Pinned::Copy { payload: payload.clone(), frames: frames.clone(), expires });
             }
         }
