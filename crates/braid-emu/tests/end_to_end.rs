@@ -299,3 +299,23 @@ async fn the_scheduler_switches_live_while_a_download_goes_on() {
     let st = bed.server.board.snapshot();
     assert_eq!(st.sessions[0].scheduler, "edpf", "{:?}", st.sessions[0]);
 }
+
+/// A relay that silently drops packets over 1400 bytes (a path MTU black hole): the download
+/// still arrives intact, and the server's path through that relay finds the size it passes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_path_mtu_black_hole_is_found_and_the_download_arrives() {
+    let source = start_source(20 << 20, 11).await.unwrap();
+    let bed =
+        Testbed::start(TestbedConfig::new(links(&["100mbit/2ms/mtu=1400", "50mbit/5ms"]))).await.unwrap();
+    let d = download_socks(bed.client.socks_addr.unwrap(), source.addr, |_| {}).await.unwrap();
+    assert_eq!(d.sha256, source.sha256, "the download differs from the source");
+    let st = bed.server.board.snapshot();
+    let mtus: Vec<(u8, usize)> = st.sessions[0].paths.iter().map(|p| (p.id, p.mtu)).collect();
+    let narrow = mtus.iter().find(|(_, m)| *m <= 1372 && *m > 1300).map(|(id, _)| *id);
+    let narrow = narrow.unwrap_or_else(|| panic!("server paths' MTUs: {mtus:?}"));
+    assert!(mtus.iter().any(|(_, m)| *m == 1452), "the clean path keeps the full size: {mtus:?}");
+    // The narrow path is used, not abandoned: it carried a good share of the download.
+    let st = bed.client.board.snapshot();
+    let carried = st.sessions[0].paths.iter().find(|p| p.id == narrow).map_or(0, |p| p.stream_bytes_received);
+    assert!(carried > source.len / 5, "{carried} of {} bytes over the narrow path", source.len);
+}
