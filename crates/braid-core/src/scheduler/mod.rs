@@ -92,8 +92,6 @@ pub struct PathView {
     pub queued_bytes: u64,
     /// Static weighted-round-robin weight; None: weighted automatically.
     pub weight: Option<u32>,
-    /// Latest delivery-rate sample, bytes/s.
-    pub delivery_rate: f64,
 }
 
 impl PathView {
@@ -198,8 +196,6 @@ pub struct ClassView {
     pub rate: f64,
     /// Peak rate, bytes/s: the busiest 100 ms of the last second.
     pub peak_rate: f64,
-    /// Delivery deadline of the class's datagrams.
-    pub deadline: Option<Duration>,
 }
 
 /// A packet scheduler.
@@ -432,7 +428,6 @@ pub(crate) mod test_util {
             one_way_delay: Duration::from_millis(rtt_ms / 2),
             queued_bytes: 0,
             weight: None,
-            delivery_rate: 0.0,
         }
     }
 

@@ -211,11 +211,6 @@ impl PriorityStriping {
         &self.alloc
     }
 
-    /// The reliability order in force.
-    pub fn order(&self) -> &[PathId] {
-        &self.order
-    }
-
     fn reallocate(&mut self, now: Timestamp, paths: &[&PathView]) {
         let ids: Vec<PathId> = paths.iter().map(|p| p.id).collect();
         if ids == self.allocated_for && self.next_alloc.is_some_and(|t| now < t) {
@@ -296,7 +291,7 @@ pub(crate) mod tests {
     /// A constant-rate datagram class of `kbit` kbit/s.
     pub fn class(class: u8, kbit: f64) -> ClassView {
         let rate = kbit * 1000.0 / 8.0;
-        ClassView { class, priority: class, rate, peak_rate: rate, deadline: None }
+        ClassView { class, priority: class, rate, peak_rate: rate }
     }
 
     /// A 20 kbit/s channel with `loss`.

@@ -555,14 +555,6 @@ impl Session {
         self.scheduler.name()
     }
 
-    /// The name of the scheduler that places packets of `class`.
-    pub fn class_scheduler_name(&self, class: u8) -> &'static str {
-        match self.class_kinds.get(&class) {
-            Some(k) => k.name(),
-            None => self.scheduler.name(),
-        }
-    }
-
     /// The scheduler for `class`.
     pub(super) fn scheduler_for(&mut self, class: u8) -> &mut Box<dyn Scheduler> {
         match self.class_kinds.get(&class) {

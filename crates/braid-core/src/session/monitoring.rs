@@ -72,7 +72,7 @@ impl Session {
             .into_iter()
             .map(|(class, rate, peak_rate)| {
                 let c = self.config.class(class);
-                ClassView { class, priority: c.priority, rate, peak_rate, deadline: c.deadline }
+                ClassView { class, priority: c.priority, rate, peak_rate }
             })
             .collect();
         for class in self.streams.sending_classes() {
@@ -83,7 +83,6 @@ impl Session {
                     priority: c.priority,
                     rate: f64::INFINITY,
                     peak_rate: f64::INFINITY,
-                    deadline: None,
                 });
             }
         }

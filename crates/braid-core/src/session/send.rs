@@ -462,7 +462,6 @@ impl Session {
                     one_way_delay,
                     queued_bytes: queued.iter().find(|(id, _)| *id == p.id).map_or(0, |(_, b)| *b),
                     weight: p.weight,
-                    delivery_rate: p.monitor.delivery_rate,
                 }
             })
             .collect()
