@@ -256,3 +256,37 @@ proptest! {
         prop_assert!(p.client.is_established());
     }
 }
+
+/// A stream whose halves are both done is forgotten on each side, and each side says so
+/// once (`StreamEvent::Closed`), so a driver can let go of what it keeps per stream.
+#[test]
+fn a_finished_stream_is_closed_on_both_sides_once() {
+    let mut p = Pair::good();
+    p.run(Duration::from_millis(10));
+    let id = p.client.open_stream(0).unwrap();
+    p.client.write(id, b"ping").unwrap();
+    p.client.finish(id).unwrap();
+    p.run(Duration::from_millis(10));
+    let s = p.server.as_mut().unwrap();
+    let mut buf = [0u8; 16];
+    assert_eq!(s.read(id, &mut buf).unwrap(), Some(4));
+    assert_eq!(s.read(id, &mut buf).unwrap(), None, "end of stream");
+    s.write(id, b"pong").unwrap();
+    s.finish(id).unwrap();
+    p.run(Duration::from_millis(10));
+    assert_eq!(p.client.read(id, &mut buf).unwrap(), Some(4));
+    assert_eq!(p.client.read(id, &mut buf).unwrap(), None);
+    p.run(Duration::from_millis(50));
+    let closed = |s: &mut Session| {
+        let mut n = 0;
+        while let Some(e) = s.poll_event() {
+            if e == Event::Stream(StreamEvent::Closed(id)) {
+                n += 1;
+            }
+        }
+        n
+    };
+    assert_eq!(closed(&mut p.client), 1);
+    assert_eq!(closed(p.server.as_mut().unwrap()), 1);
+    assert!(p.client.write(id, b"x").is_err(), "the id is unknown now");
+}

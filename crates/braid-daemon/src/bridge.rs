@@ -157,6 +157,8 @@ pub struct DriverEnd {
     pub finish_pending: bool,
     /// The application was told the stream ended.
     pub delivered_end: bool,
+    /// The session forgot the stream (`StreamEvent::Closed`).
+    pub core_closed: bool,
 }
 
 /// Creates both ends of a bridge for stream `id`.
@@ -171,6 +173,7 @@ pub fn pair(id: StreamId, tx: mpsc::Sender<AppMsg>, kick: Arc<Notify>) -> (Drive
         pending: Default::default(),
         finish_pending: false,
         delivered_end: false,
+        core_closed: false,
     };
     let ends =
         StreamEnds { id, rx, writer: StreamWriter { id, tx, budget: write_budget }, read_budget, kick };

@@ -342,13 +342,20 @@ impl<R: Role> Driver<R> {
                     let _ = s.to_app.send(Inbound::Reset(*code));
                     s.delivered_end = true;
                 }
+                self.reap(*id);
             }
             Event::Stream(StreamEvent::Stopped(id, code)) => {
                 if let Some(s) = self.streams.remove(id) {
                     let _ = s.to_app.send(Inbound::Reset(*code));
                 }
             }
-            Event::Stream(StreamEvent::Finished(id)) => self.reap(*id),
+            Event::Stream(StreamEvent::Finished(_)) => {}
+            Event::Stream(StreamEvent::Closed(id)) => {
+                if let Some(s) = self.streams.get_mut(id) {
+                    s.core_closed = true;
+                }
+                self.reap(*id);
+            }
             Event::DatagramReceived => {
                 while let Some(d) = self.session.recv_datagram() {
                     self.role.on_datagram(d);
@@ -425,22 +432,23 @@ impl<R: Role> Driver<R> {
                 Err(StreamError::Reset(code)) => {
                     let _ = s.to_app.send(Inbound::Reset(code));
                     s.delivered_end = true;
+                    self.reap(id);
                     return;
                 }
                 Err(_) => {
                     let _ = s.to_app.send(Inbound::Reset(0));
                     s.delivered_end = true;
+                    self.reap(id);
                     return;
                 }
             }
         }
     }
 
-    /// Drops the bridge of a stream whose end was delivered once the core has forgotten the
-    /// stream (both halves done), whichever of the two happened last.
+    /// Drops the bridge of a stream whose end was delivered to the application once the
+    /// core has forgotten the stream (both halves done), whichever of the two happened last.
     fn reap(&mut self, id: StreamId) {
-        let gone = matches!(self.session.write_room(id), Err(StreamError::Unknown));
-        if gone && self.streams.get(&id).is_some_and(|s| s.delivered_end && s.pending.is_empty()) {
+        if self.streams.get(&id).is_some_and(|s| s.core_closed && s.delivered_end) {
             self.streams.remove(&id);
         }
     }

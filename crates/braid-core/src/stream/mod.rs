@@ -108,6 +108,9 @@ pub enum StreamEvent {
     Reset(StreamId, u64),
     /// The peer asked us to stop sending.
     Stopped(StreamId, u64),
+    /// Both halves are done (or reset) and the stream is forgotten: its id is unknown from
+    /// now on, and whoever bridges it may let go.
+    Closed(StreamId),
 }
 
 /// Limits of the stream layer.
@@ -347,9 +350,8 @@ impl Streams {
                 if !s.recv.is_readable() {
                     s.readable_signalled = false;
                 }
-                if s.recv.is_finished() {
-                    self.maybe_forget(id.0);
-                }
+                // The stream is forgotten only once the application has seen its end (the
+                // next read answers `Ok(None)`), not with its last bytes.
                 Ok(Some(chunk))
             }
             None if s.recv.is_finished() => {
@@ -368,6 +370,11 @@ impl Streams {
     pub fn read(&mut self, id: StreamId, buf: &mut [u8]) -> Result<Option<usize>, StreamError> {
         let mut n = 0;
         while n < buf.len() {
+            // After some bytes, stop where the data stops: the end (or a reset) is reported
+            // by the next read, not swallowed by this one.
+            if n > 0 && !self.streams.get(&id.0).is_some_and(|s| s.recv.has_data()) {
+                break;
+            }
             match self.read_chunk(id, buf.len() - n) {
                 Ok(Some(c)) => {
                     buf[n..n + c.len()].copy_from_slice(&c);
@@ -390,6 +397,7 @@ impl Streams {
         let recv_done = s.recv.done && !s.recv.stop_pending;
         if send_done && recv_done {
             self.streams.remove(&id);
+            self.events.push_back(StreamEvent::Closed(StreamId(id)));
             if StreamId(id).initiator() != self.side {
                 self.peer_closed += 1;
                 self.local_max_streams = self.peer_closed + self.limits.max_streams;

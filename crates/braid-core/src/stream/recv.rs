@@ -112,11 +112,14 @@ impl RecvStream {
         self.chunks.range(c..).count()
     }
 
-    /// True when `read` would return data or the end of the stream.
-    pub fn is_readable(&self) -> bool {
+    /// True when in-order data waits to be read.
+    pub fn has_data(&self) -> bool {
         self.contiguous_end() > self.read_offset
-            || self.final_size == Some(self.read_offset)
-            || self.reset.is_some()
+    }
+
+    /// True when a read would return something: data, the end, or the reset.
+    pub fn is_readable(&self) -> bool {
+        self.has_data() || self.final_size == Some(self.read_offset) || self.reset.is_some()
     }
 
     /// Bytes readable in order right now.
@@ -141,9 +144,6 @@ impl RecvStream {
         };
         self.read_offset += out.len() as u64;
         self.received.remove_below(self.read_offset);
-        if self.final_size == Some(self.read_offset) {
-            self.done = true;
-        }
         Some(out)
     }
 
