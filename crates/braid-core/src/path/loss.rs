@@ -70,7 +70,7 @@ impl Path {
         let mut acked_bytes = 0;
         let mut largest_sent_time = Timestamp::ZERO;
         for p in newly {
-            if let Some(mtu) = self.pmtu.on_acked(p.size as usize, p.mtu_probe) {
+            if let Some(mtu) = self.pmtu.on_acked(now, p.size as usize, p.mtu_probe) {
                 self.mtu = mtu;
             }
             if p.mtu_probe {
@@ -154,7 +154,7 @@ impl Path {
         let mut persistent = false;
         let random_verdict = self.monitor.judge_loss(&self.rtt);
         for p in &lost[first..] {
-            if let Some(mtu) = self.pmtu.on_lost(p.size as usize, p.mtu_probe, self.mtu) {
+            if let Some(mtu) = self.pmtu.on_lost(now, p.size as usize, p.mtu_probe, self.mtu) {
                 tracing::debug!(
                     path = self.id,
                     from = self.mtu,

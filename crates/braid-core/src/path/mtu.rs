@@ -10,9 +10,12 @@
 //! minimum, which path validation proved), and searches upward: one padded probe at a time,
 //! binary search between what works and the maximum, a size given up after [`PROBE_TRIES`]
 //! losses (§5.1.3 MAX_PROBES). Probes are outside congestion control and loss statistics
-//! (§4.4: a lost probe is not congestion).
+//! (§4.4: a lost probe is not congestion). A search that ended below the maximum is tried
+//! again after [`RAISE_INTERVAL`] (§5.1.1 PMTU_RAISE_TIMER), as routes change.
 
+use crate::time::Timestamp;
 use crate::wire::MIN_DATAGRAM;
+use std::time::Duration;
 
 /// The size every validated path carries (UDP payload bytes).
 pub const BASE: usize = MIN_DATAGRAM;
@@ -22,6 +25,10 @@ pub const BLACK_HOLE_LOSSES: u32 = 3;
 pub const PROBE_TRIES: u32 = 2;
 /// The search stops when what works and what failed are closer than this.
 pub const SEARCH_STEP: usize = 16;
+/// How long a size below the maximum stands before the search is tried again (RFC 8899
+/// §5.1.1: "The PMTU_RAISE_TIMER is configured to the period a sender will continue to use
+/// the current PLPMTU, after which it reenters the Search Phase … 600 seconds").
+pub const RAISE_INTERVAL: Duration = Duration::from_secs(600);
 
 /// Path MTU state of one path.
 #[derive(Debug, Clone)]
@@ -33,6 +40,8 @@ pub struct MtuDiscovery {
     /// Consecutive losses of packets larger than `delivered`.
     big_losses: u32,
     search: Option<Search>,
+    /// A search ended below the maximum at this size; searched again at `raise_at`.
+    settled: Option<(usize, Timestamp)>,
     /// Black holes detected.
     pub black_holes: u32,
 }
@@ -53,13 +62,28 @@ struct Search {
 impl MtuDiscovery {
     /// A path that starts at `max` bytes of UDP payload.
     pub fn new(max: usize) -> Self {
-        MtuDiscovery { max, delivered: 0, big_losses: 0, search: None, black_holes: 0 }
+        MtuDiscovery { max, delivered: 0, big_losses: 0, search: None, settled: None, black_holes: 0 }
     }
 
-    /// Size of the next probe to send, if one is due.
-    pub fn probe_due(&self) -> Option<usize> {
+    /// Size of the next probe to send, if one is due at `now`.
+    pub fn probe_due(&mut self, now: Timestamp) -> Option<usize> {
+        if let Some((size, at)) = self.settled.filter(|(_, at)| now >= *at) {
+            self.settled = None;
+            self.search = Some(Search { lo: size, hi: self.max, tries: 0, outstanding: false });
+            tracing::trace!(size, ?at, "path MTU: searching again");
+        }
         let s = self.search.as_ref().filter(|s| !s.outstanding && s.hi >= s.lo + SEARCH_STEP)?;
         Some((s.lo + s.hi).div_ceil(2))
+    }
+
+    /// Ends the search if it has converged; a size below the maximum is searched again later.
+    fn end_search_if_done(&mut self, now: Timestamp) {
+        if let Some(s) = self.search.as_ref().filter(|s| s.hi < s.lo + SEARCH_STEP) {
+            if s.lo < self.max {
+                self.settled = Some((s.lo, now + RAISE_INTERVAL));
+            }
+            self.search = None;
+        }
     }
 
     /// A probe of `probe_due()`'s size left.
@@ -69,8 +93,9 @@ impl MtuDiscovery {
         }
     }
 
-    /// A packet of `size` bytes was acknowledged. Returns the path's new MTU when it grows.
-    pub fn on_acked(&mut self, size: usize, probe: bool) -> Option<usize> {
+    /// A packet of `size` bytes was acknowledged at `now`. Returns the path's new MTU when it
+    /// grows.
+    pub fn on_acked(&mut self, now: Timestamp, size: usize, probe: bool) -> Option<usize> {
         if size > self.delivered {
             self.delivered = size;
             self.big_losses = 0;
@@ -86,15 +111,13 @@ impl MtuDiscovery {
         s.lo = size.min(self.max);
         s.hi = s.hi.max(s.lo);
         let lo = s.lo;
-        if s.hi < s.lo + SEARCH_STEP {
-            self.search = None;
-        }
+        self.end_search_if_done(now);
         Some(lo)
     }
 
-    /// A packet of `size` bytes was declared lost while the path's MTU was `mtu`. Returns the
-    /// path's new MTU when a black hole is detected.
-    pub fn on_lost(&mut self, size: usize, probe: bool, mtu: usize) -> Option<usize> {
+    /// A packet of `size` bytes was declared lost at `now` while the path's MTU was `mtu`.
+    /// Returns the path's new MTU when a black hole is detected.
+    pub fn on_lost(&mut self, now: Timestamp, size: usize, probe: bool, mtu: usize) -> Option<usize> {
         if probe {
             if let Some(s) = self.search.as_mut() {
                 s.outstanding = false;
@@ -102,11 +125,9 @@ impl MtuDiscovery {
                 if s.tries >= PROBE_TRIES {
                     s.tries = 0;
                     s.hi = size.saturating_sub(1).max(s.lo);
-                    if s.hi < s.lo + SEARCH_STEP {
-                        self.search = None;
-                    }
                 }
             }
+            self.end_search_if_done(now);
             return None;
         }
         let floor = self.delivered.max(BASE);
@@ -120,9 +141,9 @@ impl MtuDiscovery {
         self.big_losses = 0;
         self.black_holes += 1;
         let hi = size.saturating_sub(1).min(self.max);
-        if hi >= floor + SEARCH_STEP {
-            self.search = Some(Search { lo: floor, hi, tries: 0, outstanding: false });
-        }
+        self.settled = None;
+        self.search = Some(Search { lo: floor, hi, tries: 0, outstanding: false });
+        self.end_search_if_done(now);
         Some(floor)
     }
 }
@@ -131,50 +152,56 @@ impl MtuDiscovery {
 mod tests {
     use super::*;
 
+    const T0: Timestamp = Timestamp::ZERO;
+
     #[test]
     fn a_delivered_full_size_packet_rules_out_a_black_hole() {
         let mut m = MtuDiscovery::new(1452);
-        assert_eq!(m.on_acked(1452, false), None);
+        assert_eq!(m.on_acked(T0, 1452, false), None);
         for _ in 0..10 {
-            assert_eq!(m.on_lost(1452, false, 1452), None);
+            assert_eq!(m.on_lost(T0, 1452, false, 1452), None);
         }
-        assert_eq!(m.probe_due(), None);
+        assert_eq!(m.probe_due(T0), None);
     }
 
     #[test]
     fn three_big_losses_fall_back_and_the_search_finds_the_limit() {
         let mut m = MtuDiscovery::new(1452);
-        m.on_acked(80, false); // ACK-sized packets pass
-        assert_eq!(m.on_lost(1452, false, 1452), None);
-        assert_eq!(m.on_lost(1452, false, 1452), None);
-        assert_eq!(m.on_lost(1452, false, 1452), Some(BASE));
+        m.on_acked(T0, 80, false); // ACK-sized packets pass
+        assert_eq!(m.on_lost(T0, 1452, false, 1452), None);
+        assert_eq!(m.on_lost(T0, 1452, false, 1452), None);
+        assert_eq!(m.on_lost(T0, 1452, false, 1452), Some(BASE));
         assert_eq!(m.black_holes, 1);
         // The link carries 1372 bytes of UDP payload (a 1400-byte IP MTU).
         let limit = 1372;
         let mut mtu = BASE;
         for _ in 0..40 {
-            let Some(size) = m.probe_due() else { break };
+            let Some(size) = m.probe_due(T0) else { break };
             m.on_probe_sent();
-            assert_eq!(m.probe_due(), None, "one probe at a time");
+            assert_eq!(m.probe_due(T0), None, "one probe at a time");
             if size <= limit {
-                mtu = m.on_acked(size, true).unwrap_or(mtu);
+                mtu = m.on_acked(T0, size, true).unwrap_or(mtu);
             } else {
-                assert_eq!(m.on_lost(size, true, mtu), None);
+                assert_eq!(m.on_lost(T0, size, true, mtu), None);
             }
         }
-        assert_eq!(m.probe_due(), None, "the search ends");
+        assert_eq!(m.probe_due(T0), None, "the search ends");
         assert!(mtu <= limit && mtu + SEARCH_STEP > limit, "found {mtu}");
+        // Ten minutes on, the search starts again from the size found.
+        assert_eq!(m.probe_due(T0 + RAISE_INTERVAL - Duration::from_secs(1)), None);
+        let again = m.probe_due(T0 + RAISE_INTERVAL).expect("searching again");
+        assert!(again > mtu, "{again}");
     }
 
     #[test]
     fn losses_at_or_below_what_was_delivered_are_not_a_black_hole() {
         let mut m = MtuDiscovery::new(1452);
-        m.on_acked(1300, false);
+        m.on_acked(T0, 1300, false);
         for _ in 0..5 {
-            assert_eq!(m.on_lost(1300, false, 1452), None);
+            assert_eq!(m.on_lost(T0, 1300, false, 1452), None);
         }
-        assert_eq!(m.on_lost(1452, false, 1452), None);
-        assert_eq!(m.on_lost(1452, false, 1452), None);
-        assert_eq!(m.on_lost(1452, false, 1452), Some(1300));
+        assert_eq!(m.on_lost(T0, 1452, false, 1452), None);
+        assert_eq!(m.on_lost(T0, 1452, false, 1452), None);
+        assert_eq!(m.on_lost(T0, 1452, false, 1452), Some(1300));
     }
 }

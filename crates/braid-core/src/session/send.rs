@@ -235,7 +235,8 @@ impl Session {
                 self.paths[idx].monitor.on_pair_sent(now, pn, t.size as u64);
                 return Some(t);
             }
-            if let Some(size) = p.pmtu.probe_due().filter(|s| *s <= budget && p.state == PathState::Active) {
+            let active = p.state == PathState::Active;
+            if let Some(size) = self.paths[idx].pmtu.probe_due(now).filter(|s| *s <= budget && active) {
                 // Path MTU search (see `path::mtu`): a PING padded to the size under test.
                 let mut b = self.start(idx, buf);
                 b.limit = size - TAG_LEN;
