@@ -72,12 +72,12 @@ pub fn table(st: &Status) -> String {
             s.id, s.peer, s.scheduler, s.cipher, s.streams
         );
         o += &format!(
-            "  {:<4} {:<22} {:<8} {:>9} {:>14} {:>14} {:>7} {:>7}\n",
-            "path", "link", "state", "rtt", "send", "receive", "loss", "lost"
+            "  {:<4} {:<22} {:<8} {:>9} {:>14} {:>14} {:>7} {:>7} {:>5}\n",
+            "path", "link", "state", "rtt", "send", "receive", "loss", "lost", "mtu"
         );
         for p in &s.paths {
             o += &format!(
-                "  {:<4} {:<22} {:<8} {:>7.1}ms {:>14} {:>14} {:>6.2}% {:>7}\n",
+                "  {:<4} {:<22} {:<8} {:>7.1}ms {:>14} {:>14} {:>6.2}% {:>7} {:>5}\n",
                 p.id,
                 p.link.clone().unwrap_or_else(|| p.remote.clone()),
                 p.state,
@@ -85,7 +85,8 @@ pub fn table(st: &Status) -> String {
                 format_rate(p.send_bps),
                 format_rate(p.recv_bps),
                 p.loss * 100.0,
-                p.packets_lost
+                p.packets_lost,
+                p.mtu
             );
         }
     }
@@ -124,5 +125,38 @@ pub fn run(args: StatusArgs) -> ExitCode {
             return ExitCode::SUCCESS;
         }
         std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use braid_daemon::status::{PathStatus, SessionStatus};
+
+    #[test]
+    fn the_table_shows_each_path_with_its_mtu() {
+        let path = |id: u8, link: &str, mtu: usize| PathStatus {
+            id,
+            link: Some(link.into()),
+            state: "active".into(),
+            rtt_ms: 12.5,
+            send_bps: 20e6,
+            mtu,
+            ..PathStatus::default()
+        };
+        let st = Status {
+            role: "client".into(),
+            sessions: vec![SessionStatus {
+                paths: vec![path(0, "lte0", 1452), path(1, "wg-tunnel", 1372)],
+                ..SessionStatus::default()
+            }],
+            ..Status::default()
+        };
+        let t = table(&st);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[2].trim_end().ends_with("mtu"), "{t}");
+        assert!(lines[3].contains("lte0") && lines[3].trim_end().ends_with("1452"), "{t}");
+        assert!(lines[4].contains("wg-tunnel") && lines[4].trim_end().ends_with("1372"), "{t}");
+        assert!(lines[4].contains("12.5ms"), "{t}");
     }
 }
