@@ -261,7 +261,7 @@ pub fn prometheus(st: &Status) -> String {
         st.sessions.len()
     );
     type Metric = (&'static str, &'static str, &'static str, fn(&PathStatus) -> f64);
-    let metrics: [Metric; 9] = [
+    let metrics: [Metric; 10] = [
         ("braid_path_rtt_seconds", "gauge", "Smoothed RTT of a path.", |p| p.rtt_ms / 1e3),
         ("braid_path_cwnd_bytes", "gauge", "Congestion window of a path.", |p| p.cwnd as f64),
         ("braid_path_send_bits_per_second", "gauge", "Sending rate of a path.", |p| p.send_bps),
@@ -273,6 +273,7 @@ pub fn prometheus(st: &Status) -> String {
         }),
         ("braid_path_lost_packets_total", "counter", "Packets lost on a path.", |p| p.packets_lost as f64),
         ("braid_path_blackouts_total", "counter", "Times a path went silent.", |p| p.blackouts as f64),
+        ("braid_path_mtu_bytes", "gauge", "Largest UDP payload a path carries now.", |p| p.mtu as f64),
     ];
     for (name, kind, help, f) in metrics {
         let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}");
@@ -347,4 +348,34 @@ pub async fn serve(
         let _ = axum::serve(listener, app).await;
     });
     Ok((bound, task))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prometheus_text_has_every_path_metric_with_its_labels() {
+        let path = PathStatus {
+            id: 1,
+            link: Some("wg0".into()),
+            state: "active".into(),
+            rtt_ms: 20.0,
+            mtu: 1372,
+            packets_lost: 7,
+            ..PathStatus::default()
+        };
+        let st = Status {
+            role: "client".into(),
+            sessions: vec![SessionStatus { id: 5, paths: vec![path], ..SessionStatus::default() }],
+            ..Status::default()
+        };
+        let text = prometheus(&st);
+        let labels = "{session=\"5\",path=\"1\",link=\"wg0\",state=\"active\"}";
+        assert!(text.contains(&format!("braid_path_mtu_bytes{labels} 1372")), "{text}");
+        assert!(text.contains(&format!("braid_path_rtt_seconds{labels} 0.02")), "{text}");
+        assert!(text.contains(&format!("braid_path_lost_packets_total{labels} 7")), "{text}");
+        assert!(text.contains("# TYPE braid_path_mtu_bytes gauge"));
+        assert!(text.contains("braid_sessions 1"));
+    }
 }
