@@ -217,12 +217,11 @@ impl Datagrams {
         self.outgoing_len > 0
     }
 
-    /// The next datagram by priority (lowest value first), without taking it; `rank` gives a
-    /// class's priority, or None when the class may not send now.
-    pub fn peek(&self, rank: impl Fn(u8) -> Option<u8>) -> Option<&OutgoingDatagram> {
+    /// The next datagram by priority (lowest value first), without taking it.
+    pub fn peek(&self, priority: impl Fn(u8) -> u8) -> Option<&OutgoingDatagram> {
         self.outgoing
             .iter()
-            .filter_map(|(c, q)| Some((rank(*c)?, q.front()?)))
+            .filter_map(|(c, q)| q.front().map(|d| (priority(*c), d)))
             .min_by_key(|(p, _)| *p)
             .map(|(_, d)| d)
     }

@@ -14,7 +14,7 @@ use super::{Session, State, Transmit};
 use crate::config::AckPath;
 use crate::datagram::OutgoingDatagram;
 use crate::path::sent::{SentFrame, SentPacket};
-use crate::path::{PathId, PathState};
+use crate::path::PathState;
 use crate::scheduler::{Decision, PacketInfo, PathView};
 use crate::time::Timestamp;
 use crate::wire::frame::encode;
@@ -33,9 +33,10 @@ const LIVENESS_MIN: Duration = Duration::from_millis(50);
 /// The smallest packet worth sending on a path under anti-amplification limits.
 pub(super) const MIN_PROBE_BUDGET: usize = DATA_HEADER_LEN + TAG_LEN + 20;
 
-/// A class ranking that admits `class` alone: what fills a packet its scheduler placed.
-fn only(cfg: &crate::config::SessionConfig, class: u8) -> impl Fn(u8) -> Option<u8> + Copy + '_ {
-    move |c| (c == class).then(|| cfg.priority(c))
+/// A class ranking that admits `class` alone: what fills a packet its scheduler placed. (With
+/// one class admitted its priority does not matter.)
+fn only(class: u8) -> impl Fn(u8) -> Option<u8> + Copy {
+    move |c| (c == class).then_some(0)
 }
 
 /// How often a path that only carries ACKs sends an ack-eliciting one.
@@ -292,15 +293,14 @@ impl Session {
         base * (1 << tries.saturating_sub(1).min(6))
     }
 
-    /// The path that carries acknowledgements for path `for_idx`.
     /// The path that carries `for_idx`'s due ACK, and whether it carries that ACK alone.
     fn ack_carrier(&self, for_idx: usize, now: Timestamp) -> (usize, bool) {
         let own = &self.paths[for_idx];
         if self.config.ack_path == AckPath::SamePath && own.state != PathState::Closed {
             return (for_idx, false);
         }
-        // A path whose own ACKs ride elsewhere still gets one (with a PING) on itself every
-        // liveness interval: were the carrier to die, its ACKs would stop too and the path
+        // A path whose own ACKs ride elsewhere still gets one on itself every liveness
+        // interval: were the carrier to die, its ACKs would stop too and the path
         // would be suspected in sympathy (seen in the lab when the fast path was cut). That
         // packet carries a copy of this path's ACK only, which stays due for the fast carrier:
         // RTT samples and ACK clocking keep to the fast path while it lives (sending the ACK
@@ -395,10 +395,10 @@ impl Session {
             backlog_bytes,
         };
         let stream = self.streams.next_class(rank).map(|c| (cfg.priority(c), c));
-        let datagram = self.datagrams.peek(rank).map(|d| (cfg.priority(d.class), d));
+        let datagram = self.datagrams.peek(|c| cfg.priority(c)).map(|d| (cfg.priority(d.class), d));
         let stream_info = |sp: u8, sc: u8| {
             let room = bytes - crate::wire::DATA_OVERHEAD;
-            let ahead = self.streams.unsent_packets(room, only(cfg, sc)).saturating_sub(1);
+            let ahead = self.streams.unsent_packets(room, only(sc)).saturating_sub(1);
             PacketInfo { class: sc, priority: sp, ahead_packets: ahead, ..base.clone() }
         };
         match (stream, datagram) {
@@ -569,8 +569,7 @@ impl Session {
     ) -> Option<Transmit> {
         let room = self.paths[idx].mtu - TAG_LEN - DATA_HEADER_LEN;
         // Leave room for the frame's length field: acknowledgements follow it.
-        let cfg = self.config.clone();
-        let (id, chunk) = self.streams.next_chunk_ahead(room.saturating_sub(8), skip, only(&cfg, class))?;
+        let (id, chunk) = self.streams.next_chunk_ahead(room.saturating_sub(8), skip, only(class))?;
         let mut b = self.start(idx, buf);
         encode::stream_header(buf, id, chunk.offset, chunk.fin, Some(chunk.len));
         self.streams.copy_range(id, chunk.offset, chunk.len, buf);
@@ -606,6 +605,10 @@ impl Session {
         let mut earliest_deadline: Option<Timestamp> = None;
         let mut only_datagrams = true;
         let mut b = self.start(idx, buf);
+        // Redundant copies carry the same bytes: the packet fits the smallest MTU among them.
+        for &c in copies {
+            b.limit = b.limit.min(self.paths[c].mtu - TAG_LEN);
+        }
         self.write_acks(now, &mut b, buf, true);
         self.write_control(&mut b, buf);
         loop {
@@ -644,11 +647,8 @@ impl Session {
         if let Some(payload) = payload {
             // Copies of datagrams are useless after their deadline; other copies are kept.
             let expires = if only_datagrams { earliest_deadline } else { None };
-            // A copy larger than a path's MTU would be lost there (the packet was sized for
-            // the first path).
-            let fit: SmallVec<[PathId; 4]> =
-                copies.iter().filter(|&&c| t.size <= self.paths[c].mtu).map(|&c| self.paths[c].id).collect();
-            for id in fit {
+            for &c in copies {
+                let id = self.paths[c].id;
                 self.pin(id, Pinned::Copy { payload: payload.clone(), frames: frames.clone(), expires });
             }
         }
@@ -679,8 +679,7 @@ impl Session {
     /// Appends one STREAM frame (and STREAM_OPEN if due). False when nothing fitted.
     fn write_stream(&mut self, b: &mut Builder, class: u8, buf: &mut Vec<u8>) -> bool {
         let room = b.limit.saturating_sub(buf.len());
-        let cfg = self.config.clone();
-        let Some((id, chunk, announce)) = self.streams.next_chunk(room, only(&cfg, class)) else {
+        let Some((id, chunk, announce)) = self.streams.next_chunk(room, only(class)) else {
             return false;
         };
         if let Some(class) = announce {
