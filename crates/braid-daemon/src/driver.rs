@@ -68,8 +68,10 @@ pub struct Driver<R: Role> {
     rates: RateMemory,
     /// Live scheduler switches asked for on the status API.
     scheduler_rx: Option<watch::Receiver<Option<Kind>>>,
-    /// Receive tasks of the path sockets; they end with the driver.
+    /// Receive tasks of the path sockets; they end with the driver, or with their path.
     receivers: JoinSet<()>,
+    /// Each path's receive task.
+    receiving: HashMap<PathId, tokio::task::AbortHandle>,
 }
 
 /// How a driver is wired.
@@ -113,6 +115,7 @@ impl<R: Role> Driver<R> {
             pending_opens: VecDeque::new(),
             scheduler_rx: board.as_ref().map(|b| b.scheduler_requests()),
             receivers: JoinSet::new(),
+            receiving: HashMap::new(),
             board,
             peer_label,
             rates: RateMemory::default(),
@@ -122,7 +125,8 @@ impl<R: Role> Driver<R> {
     /// Uses `link` for path `id` (client) — the path must exist in the session — and receives
     /// from it until the driver ends.
     pub fn bind_path(&mut self, id: PathId, link: UdpLink, label: String) {
-        self.receivers.spawn(link.clone().receive_into(self.inbox_tx.clone()));
+        let task = self.receivers.spawn(link.clone().receive_into(self.inbox_tx.clone()));
+        self.receiving.insert(id, task);
         self.sockets.insert(id, link);
         self.labels.insert(id, label);
     }
@@ -315,6 +319,10 @@ impl<R: Role> Driver<R> {
                     let _ = self.session.remove_path(now, id);
                     self.sockets.remove(&id);
                     self.labels.remove(&id);
+                    if let Some(task) = self.receiving.remove(&id) {
+                        // Its socket closes with the task.
+                        task.abort();
+                    }
                 }
             }
         }

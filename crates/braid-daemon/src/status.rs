@@ -63,6 +63,9 @@ pub struct PathStatus {
     /// MTU black hole).
     #[serde(default)]
     pub mtu: usize,
+    /// Path MTU black holes found on this path (each lowered `mtu`).
+    #[serde(default)]
+    pub mtu_black_holes: u32,
 }
 
 /// One session, as published.
@@ -230,6 +233,7 @@ pub fn session_status(
                 packets_lost: p.stats.packets_lost,
                 blackouts: p.stats.blackouts,
                 mtu: p.mtu,
+                mtu_black_holes: p.mtu_black_holes,
             }
         })
         .collect::<Vec<_>>();

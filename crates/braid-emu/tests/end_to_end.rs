@@ -313,6 +313,8 @@ async fn a_path_mtu_black_hole_is_found_and_the_download_arrives() {
     let mtus: Vec<(u8, usize)> = st.sessions[0].paths.iter().map(|p| (p.id, p.mtu)).collect();
     let narrow = mtus.iter().find(|(_, m)| *m <= 1372 && *m > 1300).map(|(id, _)| *id);
     let narrow = narrow.unwrap_or_else(|| panic!("server paths' MTUs: {mtus:?}"));
+    let found = st.sessions[0].paths.iter().find(|p| p.id == narrow).map_or(0, |p| p.mtu_black_holes);
+    assert!(found >= 1, "the narrow path's MTU fell through black-hole detection");
     assert!(mtus.iter().any(|(_, m)| *m == 1452), "the clean path keeps the full size: {mtus:?}");
     // The narrow path is used, not abandoned: it carried a good share of the download.
     let st = bed.client.board.snapshot();
