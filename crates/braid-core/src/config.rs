@@ -61,6 +61,8 @@ pub struct SessionConfig {
     /// The DATA packet AEAD this side asks for; AES-256-GCM is used only when both sides ask
     /// for it ([`crate::crypto::aead::Cipher::agree`]).
     pub cipher: crate::crypto::aead::Cipher,
+    /// When packet keys are updated (by count and by time, RFC 9001 §6).
+    pub key_update: crate::crypto::keyupdate::UpdatePolicy,
     /// Keep a silent path's congestion state and restore it when it answers (seed 003).
     pub blackout_freeze: bool,
     /// Do not cut the window for losses classed as random (seeds 001, 003).
@@ -96,6 +98,7 @@ impl Default for SessionConfig {
             scheduler: scheduler::Kind::default(),
             ack_path: AckPath::default(),
             cipher: crate::crypto::aead::Cipher::default(),
+            key_update: Default::default(),
             blackout_freeze: true,
             loss_discrimination: false,
             path_admission: false,

@@ -67,8 +67,8 @@ pub mod units;
 pub mod wire;
 
 pub use config::{AckPath, ClientConfig, ServerConfig, SessionConfig, TrafficClass};
-pub use crypto::{PublicKey, StaticSecret};
-pub use endpoint::{DatagramEvent, Endpoint};
+pub use crypto::{PublicKey, Seed, StaticSecret};
+pub use endpoint::{DatagramEvent, Endpoint, HandshakeJob, HandshakeOutcome};
 pub use path::{PathId, PathState};
 pub use session::paths::PathError;
 pub use session::{CloseReason, DropReason, Event, PathEvent, PathInfo, Session, Side, Transmit};

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::net::TcpListener;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -54,15 +54,36 @@ pub struct ClientHandle {
     pub connected: Arc<AtomicBool>,
     supervisor: Option<JoinHandle<Result<(), Failure>>>,
     tasks: Vec<JoinHandle<()>>,
+    stopping: watch::Sender<bool>,
 }
 
 impl ClientHandle {
-    /// Waits until the client gives up (it only does on a configuration problem).
-    pub async fn wait(mut self) -> Result<(), Failure> {
-        match self.supervisor.take() {
-            Some(t) => t.await.unwrap_or_else(|e| Err(Failure::Other(format!("client task failed: {e}")))),
+    /// Waits until the client gives up (it only does on a configuration problem) or was shut
+    /// down.
+    pub async fn wait(&mut self) -> Result<(), Failure> {
+        match self.supervisor.as_mut() {
+            Some(t) => {
+                let r = t.await.unwrap_or_else(|e| Err(Failure::Other(format!("client task failed: {e}"))));
+                self.supervisor = None;
+                r
+            }
             None => Ok(()),
         }
+    }
+
+    /// Stops cleanly: the session is closed (the server is told with CLOSE and frees it at
+    /// once; every stream is reset towards its application), then the client stops. Bounded
+    /// by [`crate::server::SHUTDOWN_GRACE`].
+    pub async fn shutdown(mut self) -> Result<(), Failure> {
+        self.stopping.send_replace(true);
+        let _ = self.app.try_send(AppMsg::Close(0, "client shutting down".into()));
+        let grace = crate::server::SHUTDOWN_GRACE + Duration::from_millis(500);
+        let r = match tokio::time::timeout(grace, self.wait()).await {
+            Ok(r) => r,
+            Err(_) => Ok(()),
+        };
+        self.stop();
+        r
     }
 
     /// Waits until a session is established, up to `timeout`.
@@ -264,7 +285,9 @@ pub async fn start_client(settings: ClientSettings) -> Result<ClientHandle, Fail
         }
     }
     let connected = Arc::new(AtomicBool::new(false));
+    let (stopping, stop_rx) = watch::channel(false);
     let sup = Supervisor {
+        stopping: stop_rx,
         settings,
         shared,
         board: board.clone(),
@@ -282,6 +305,7 @@ pub async fn start_client(settings: ClientSettings) -> Result<ClientHandle, Fail
         connected,
         supervisor: Some(supervisor),
         tasks,
+        stopping,
     })
 }
 
@@ -334,6 +358,8 @@ async fn follow_interfaces(
 }
 
 struct Supervisor {
+    /// Becomes true when the client is shutting down: no new session is started.
+    stopping: watch::Receiver<bool>,
     settings: ClientSettings,
     shared: Arc<Mutex<Vec<ActiveLink>>>,
     board: StatusBoard,
@@ -347,6 +373,8 @@ struct ClientRole {
     udp: UdpRegistry,
     connected: Arc<AtomicBool>,
     ever: Arc<AtomicBool>,
+    /// This session was established.
+    this_session: Arc<AtomicBool>,
 }
 
 impl Role for ClientRole {
@@ -368,6 +396,7 @@ impl Role for ClientRole {
             Event::Connected => {
                 self.connected.store(true, Ordering::SeqCst);
                 self.ever.store(true, Ordering::SeqCst);
+                self.this_session.store(true, Ordering::SeqCst);
             }
             Event::Closed(_) => self.connected.store(false, Ordering::SeqCst),
             _ => {}
@@ -377,7 +406,7 @@ impl Role for ClientRole {
 
 impl Supervisor {
     async fn run(
-        self,
+        mut self,
         mut app_rx: mpsc::Receiver<AppMsg>,
         mut links_rx: mpsc::Receiver<LinkMsg>,
     ) -> Result<(), Failure> {
@@ -386,6 +415,9 @@ impl Supervisor {
         let mut first_link = 0usize;
         let mut failures_before_connect = 0usize;
         loop {
+            if *self.stopping.borrow() {
+                return Ok(());
+            }
             let links = self.shared.lock().unwrap_or_else(|e| e.into_inner()).clone();
             if links.is_empty() {
                 self.board.set_note(Some("waiting for a usable link".into()));
@@ -406,13 +438,18 @@ impl Supervisor {
                 Timestamp::ZERO,
                 Some(l0.link.local),
                 l0.server,
-                crate::keyfile::random_u64(),
+                crate::keyfile::random_seed(),
                 stamp,
             );
             self.board.set_note(Some(format!("connecting to {} over {}", self.settings.server, l0.label)));
             let (inbox_tx, inbox) = mpsc::channel(1024);
-            let role =
-                ClientRole { udp: self.udp.clone(), connected: self.connected.clone(), ever: ever.clone() };
+            let this_session = Arc::new(AtomicBool::new(false));
+            let role = ClientRole {
+                udp: self.udp.clone(),
+                connected: self.connected.clone(),
+                ever: ever.clone(),
+                this_session: this_session.clone(),
+            };
             let mut bound = vec![(0u8, l0.clone())];
             for (i, l) in links.iter().enumerate() {
                 if i == start {
@@ -448,6 +485,14 @@ impl Supervisor {
             app_rx = rx;
             links_rx = lrx.unwrap_or_else(|| mpsc::channel(1).1);
             self.connected.store(false, Ordering::SeqCst);
+            if this_session.load(Ordering::SeqCst) {
+                // It was up: the next one starts with the shortest wait again.
+                backoff = Duration::from_secs(1);
+            }
+            if *self.stopping.borrow() {
+                tracing::info!("session closed; client stopped");
+                return Ok(());
+            }
             let unreachable = links.iter().any(|l| l.link.unreachable.swap(false, Ordering::Relaxed));
             if !ever.load(Ordering::SeqCst) {
                 match reason {
@@ -478,9 +523,19 @@ impl Supervisor {
                     _ => {}
                 }
             }
+            if reason == CloseReason::StatelessReset {
+                // The server restarted or forgot us, and said so: a new session at once.
+                tracing::warn!(reason = %reason, "session ended; reconnecting now");
+                self.board.set_note(Some(format!("session ended ({reason}); reconnecting")));
+                backoff = Duration::from_secs(1);
+                continue;
+            }
             tracing::warn!(reason = %reason, retry_in = ?backoff, "session ended; reconnecting");
             self.board.set_note(Some(format!("session ended ({reason}); reconnecting")));
-            tokio::time::sleep(backoff).await;
+            tokio::select! {
+                _ = tokio::time::sleep(backoff) => {}
+                _ = self.stopping.wait_for(|s| *s) => return Ok(()),
+            }
             backoff = (backoff * 2).min(Duration::from_secs(30));
             first_link += 1;
         }

@@ -12,7 +12,16 @@ pub fn generate() -> StaticSecret {
     StaticSecret::from_bytes(bytes)
 }
 
-/// A random 64-bit number from the operating system (session seeds, association ids).
+/// 32 bytes from the operating system's random source: the seed of every key, id and nonce
+/// source of a session or endpoint.
+pub fn random_seed() -> braid_core::Seed {
+    let mut b = [0u8; 32];
+    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut b)
+        .expect("the operating system provides randomness");
+    braid_core::Seed::from_bytes(b)
+}
+
+/// A random 64-bit number from the operating system (association ids).
 pub fn random_u64() -> u64 {
     let mut b = [0u8; 8];
     ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut b)

@@ -1,17 +1,19 @@
 //! `braid server`: one UDP socket, the endpoint that admits clients, and one driver task per
 //! session.
 
+use crate::bridge::AppMsg;
 use crate::config::ServerSettings;
 use crate::driver::{Driver, Wiring};
 use crate::error::Failure;
 use crate::server_role::ServerRole;
 use crate::status::{self, StatusBoard};
 use crate::udp::{canonical, Incoming, UdpLink};
-use braid_core::{DatagramEvent, Endpoint, Timestamp};
+use braid_core::{DatagramEvent, Endpoint, HandshakeJob, HandshakeOutcome, Session, Timestamp};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use tokio::sync::mpsc;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 
@@ -27,10 +29,13 @@ pub struct ServerHandle {
     tasks: Vec<JoinHandle<()>>,
     /// The endpoint loop; its sessions' drivers end with it.
     endpoint: Option<JoinHandle<Result<(), Failure>>>,
+    /// Asks the endpoint loop to close every session and stop.
+    shutdown: Option<oneshot::Sender<()>>,
 }
 
 impl ServerHandle {
-    /// Stops the server and every session.
+    /// Stops the server and every session at once (no CLOSE is sent; see
+    /// [`ServerHandle::shutdown`]).
     pub fn stop(&self) {
         for t in &self.tasks {
             t.abort();
@@ -40,10 +45,27 @@ impl ServerHandle {
         }
     }
 
+    /// Stops cleanly: every session is closed (its client is told with CLOSE and its streams
+    /// are reset), then the server stops. Bounded by [`SHUTDOWN_GRACE`].
+    pub async fn shutdown(mut self) -> Result<(), Failure> {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        let Some(t) = self.endpoint.take() else { return Ok(()) };
+        match tokio::time::timeout(SHUTDOWN_GRACE + Duration::from_millis(500), t).await {
+            Ok(r) => r.unwrap_or(Ok(())),
+            Err(_) => Ok(()),
+        }
+    }
+
     /// Waits until the server stops: an error when its UDP socket failed.
-    pub async fn wait(mut self) -> Result<(), Failure> {
-        match self.endpoint.take() {
-            Some(t) => t.await.unwrap_or(Ok(())),
+    pub async fn wait(&mut self) -> Result<(), Failure> {
+        match self.endpoint.as_mut() {
+            Some(t) => {
+                let r = t.await.unwrap_or(Ok(()));
+                self.endpoint = None;
+                r
+            }
             None => Ok(()),
         }
     }
@@ -54,6 +76,9 @@ impl Drop for ServerHandle {
         self.stop();
     }
 }
+
+/// How long a clean shutdown waits for sessions to send their CLOSE.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 
 /// Starts a server.
 pub async fn start_server(settings: ServerSettings) -> Result<ServerHandle, Failure> {
@@ -76,11 +101,13 @@ pub async fn start_server(settings: ServerSettings) -> Result<ServerHandle, Fail
         clients: settings.clients.iter().map(|c| c.key).collect(),
         session: settings.session.clone(),
     };
-    let endpoint = Endpoint::new(core, crate::keyfile::random_u64());
+    let endpoint = Endpoint::new(core, crate::keyfile::random_seed());
     let addr = link.local;
     tracing::info!(%addr, clients = settings.clients.len(), "server listening");
-    let endpoint = Some(tokio::spawn(endpoint_loop(link, endpoint, Arc::new(settings), board.clone())));
-    Ok(ServerHandle { addr, status_addr, board, tasks, endpoint })
+    let (shutdown_tx, shutdown_rx) = oneshot::channel();
+    let server = EndpointLoop::new(link, Arc::new(settings), board.clone());
+    let endpoint = Some(tokio::spawn(EndpointLoop::run(server, endpoint, shutdown_rx)));
+    Ok(ServerHandle { addr, status_addr, board, tasks, endpoint, shutdown: Some(shutdown_tx) })
 }
 
 struct Live {
@@ -88,70 +115,172 @@ struct Live {
     app: mpsc::Sender<crate::bridge::AppMsg>,
 }
 
-async fn endpoint_loop(
+/// The endpoint's task: routes datagrams to sessions, hands handshakes to the handshake
+/// worker (a thread of its own, so the public-key work of a flood of handshakes never delays
+/// the data packets of established sessions), starts a driver per admitted session.
+struct EndpointLoop {
     link: UdpLink,
-    mut endpoint: Endpoint,
     settings: Arc<ServerSettings>,
     board: StatusBoard,
-) -> Result<(), Failure> {
-    let epoch = Instant::now();
-    // Session drivers: aborted with this loop (server stop), reaped as they end.
-    let mut drivers = JoinSet::new();
-    let mut receiver = crate::udp::Receiver::new(&link);
-    let (ended_tx, mut ended_rx) = mpsc::unbounded_channel::<u32>();
-    let mut sessions: HashMap<u32, Live> = HashMap::new();
-    let policy = Arc::new(settings.egress.clone());
-    loop {
-        tokio::select! {
-            batch = receiver.next(&link) => {
-                let Some(batch) = batch else {
-                    return Err(Failure::Other(format!("the UDP socket on {} failed", link.local)));
-                };
-                let now = Timestamp::from_duration(epoch.elapsed());
-                let mut routed: HashMap<u32, Vec<Incoming>> = HashMap::new();
-                for d in batch {
-                    let from = canonical(d.from);
-                    match endpoint.handle(now, d.local, from, &d.data) {
-                        DatagramEvent::Route(id) => routed.entry(id).or_default().push(d),
-                        DatagramEvent::Accepted { session, replaces } => {
-                            if let Some(old) = replaces.and_then(|o| sessions.remove(&o)) {
-                                let _ = old.app.try_send(crate::bridge::AppMsg::Close(0, "replaced by a new session".into()));
+    policy: Arc<crate::egress::EgressPolicy>,
+    epoch: Instant,
+    sessions: HashMap<u32, Live>,
+    /// Session drivers: aborted with this loop (server stop), reaped as they end.
+    drivers: JoinSet<()>,
+    ended_tx: mpsc::UnboundedSender<u32>,
+    jobs: mpsc::Sender<Box<HandshakeJob>>,
+}
+
+/// Runs handshake jobs one after another until the endpoint loop goes away.
+fn handshake_worker(
+    mut jobs: mpsc::Receiver<Box<HandshakeJob>>,
+    done: mpsc::UnboundedSender<HandshakeOutcome>,
+) {
+    while let Some(job) = jobs.blocking_recv() {
+        if done.send(job.run()).is_err() {
+            return;
+        }
+    }
+}
+
+impl EndpointLoop {
+    fn new(link: UdpLink, settings: Arc<ServerSettings>, board: StatusBoard) -> (Self, EndpointChannels) {
+        let (ended_tx, ended_rx) = mpsc::unbounded_channel::<u32>();
+        let (jobs, jobs_rx) = mpsc::channel(braid_core::endpoint::MAX_IN_PROGRESS);
+        let (done_tx, done_rx) = mpsc::unbounded_channel();
+        let worker = std::thread::Builder::new()
+            .name("braid-handshake".into())
+            .spawn(move || handshake_worker(jobs_rx, done_tx));
+        if let Err(e) = worker {
+            tracing::error!(error = %e, "cannot start the handshake thread; no client can connect");
+        }
+        let policy = Arc::new(settings.egress.clone());
+        let me = EndpointLoop {
+            link,
+            settings,
+            board,
+            policy,
+            epoch: Instant::now(),
+            sessions: HashMap::new(),
+            drivers: JoinSet::new(),
+            ended_tx,
+            jobs,
+        };
+        (me, EndpointChannels { ended_rx, done_rx })
+    }
+}
+/// The receiving ends the endpoint loop selects on.
+struct EndpointChannels {
+    ended_rx: mpsc::UnboundedReceiver<u32>,
+    done_rx: mpsc::UnboundedReceiver<HandshakeOutcome>,
+}
+
+impl EndpointLoop {
+    async fn run(
+        (mut me, mut ch): (Self, EndpointChannels),
+        mut endpoint: Endpoint,
+        mut shutdown: oneshot::Receiver<()>,
+    ) -> Result<(), Failure> {
+        let mut receiver = crate::udp::Receiver::new(&me.link);
+        loop {
+            tokio::select! {
+                batch = receiver.next(&me.link) => {
+                    let Some(batch) = batch else {
+                        return Err(Failure::Other(format!("the UDP socket on {} failed", me.link.local)));
+                    };
+                    let now = me.now();
+                    let mut routed: HashMap<u32, Vec<Incoming>> = HashMap::new();
+                    for d in batch {
+                        let from = canonical(d.from);
+                        match endpoint.handle(now, d.local, from, &d.data) {
+                            DatagramEvent::Route(id) => routed.entry(id).or_default().push(d),
+                            DatagramEvent::Handshake(job) => {
+                                // The endpoint bounds the jobs out, so the queue has room.
+                                if let Err(e) = me.jobs.try_send(job) {
+                                    tracing::warn!(error = %e, "handshake queue full");
+                                }
                             }
-                            let id = session.id();
-                            let key = session.peer_key();
-                            let Some(client) = settings.clients.iter().find(|c| Some(c.key) == key).cloned() else { continue };
-                            let (inbox_tx, inbox) = mpsc::channel(256);
-                            let (app_tx, app_rx) = mpsc::channel(1024);
-                            let role = ServerRole::new(policy.clone(), client.clone(), app_tx.clone());
-                            let wiring = Wiring { inbox, inbox_tx: inbox_tx.clone(), app_rx, app_tx: app_tx.clone(), links_rx: None };
-                            let mut driver = Driver::new(*session, role, epoch, wiring, Some(board.clone()), client.name.clone());
-                            driver.set_default_socket(link.clone());
-                            let ended = ended_tx.clone();
-                            drivers.spawn(async move {
-                                let _ = driver.run().await;
-                                let _ = ended.send(id);
-                            });
-                            sessions.insert(id, Live { inbox: inbox_tx, app: app_tx });
+                            other => me.act(other, from, d.local).await,
                         }
-                        DatagramEvent::Respond(bytes) => {
-                            let _ = link.send(from, d.local.map(|a| a.ip()), &bytes, None).await;
+                    }
+                    for (id, v) in routed {
+                        if let Some(s) = me.sessions.get(&id) {
+                            // A session that cannot keep up loses datagrams, as a link would.
+                            let _ = s.inbox.try_send(v);
                         }
-                        DatagramEvent::Dropped(_) => {}
                     }
+                    me.board.set_endpoint_dropped(&endpoint.dropped);
                 }
-                for (id, v) in routed {
-                    if let Some(s) = sessions.get(&id) {
-                        // A session that cannot keep up loses datagrams, as a link would.
-                        let _ = s.inbox.try_send(v);
-                    }
+                Some(outcome) = ch.done_rx.recv() => {
+                    let (from, local) = (outcome.remote(), outcome.local());
+                    let ev = endpoint.complete(me.now(), outcome);
+                    me.act(ev, from, local).await;
+                    me.board.set_endpoint_dropped(&endpoint.dropped);
                 }
-                board.set_endpoint_dropped(&endpoint.dropped);
-            }
-            Some(id) = ended_rx.recv() => {
-                sessions.remove(&id);
-                endpoint.forget(id);
-                while drivers.try_join_next().is_some() {}
+                Some(id) = ch.ended_rx.recv() => {
+                    me.sessions.remove(&id);
+                    endpoint.forget(id);
+                    while me.drivers.try_join_next().is_some() {}
+                }
+                _ = &mut shutdown => return me.close_all(&mut ch).await,
             }
         }
+    }
+
+    fn now(&self) -> Timestamp {
+        Timestamp::from_duration(self.epoch.elapsed())
+    }
+
+    /// Carries out what the endpoint decided about a datagram from `from`.
+    async fn act(&mut self, ev: DatagramEvent, from: SocketAddr, local: Option<SocketAddr>) {
+        match ev {
+            DatagramEvent::Accepted { session, replaces } => self.start_session(*session, replaces),
+            DatagramEvent::Respond(bytes) => {
+                let _ = self.link.send(from, local.map(|a| a.ip()), &bytes, None).await;
+            }
+            DatagramEvent::Route(_) | DatagramEvent::Handshake(_) | DatagramEvent::Dropped(_) => {}
+        }
+    }
+
+    fn start_session(&mut self, session: Session, replaces: Option<u32>) {
+        if let Some(old) = replaces.and_then(|o| self.sessions.remove(&o)) {
+            let _ = old.app.try_send(AppMsg::Close(0, "replaced by a new session".into()));
+        }
+        let id = session.id();
+        let key = session.peer_key();
+        let Some(client) = self.settings.clients.iter().find(|c| Some(c.key) == key).cloned() else { return };
+        let (inbox_tx, inbox) = mpsc::channel(256);
+        let (app_tx, app_rx) = mpsc::channel(1024);
+        let role = ServerRole::new(self.policy.clone(), client.clone(), app_tx.clone());
+        let wiring =
+            Wiring { inbox, inbox_tx: inbox_tx.clone(), app_rx, app_tx: app_tx.clone(), links_rx: None };
+        let mut driver =
+            Driver::new(session, role, self.epoch, wiring, Some(self.board.clone()), client.name.clone());
+        driver.set_default_socket(self.link.clone());
+        let ended = self.ended_tx.clone();
+        self.drivers.spawn(async move {
+            let _ = driver.run().await;
+            let _ = ended.send(id);
+        });
+        self.sessions.insert(id, Live { inbox: inbox_tx, app: app_tx });
+    }
+
+    /// Closes every session (CLOSE to its client, its streams reset) and waits, up to
+    /// [`SHUTDOWN_GRACE`], for their drivers to finish.
+    async fn close_all(mut self, ch: &mut EndpointChannels) -> Result<(), Failure> {
+        tracing::info!(sessions = self.sessions.len(), "closing every session");
+        for s in self.sessions.values() {
+            let _ = s.app.try_send(AppMsg::Close(0, "server shutting down".into()));
+        }
+        let deadline = tokio::time::sleep(SHUTDOWN_GRACE);
+        tokio::pin!(deadline);
+        while !self.sessions.is_empty() {
+            tokio::select! {
+                Some(id) = ch.ended_rx.recv() => { self.sessions.remove(&id); }
+                _ = &mut deadline => break,
+            }
+        }
+        self.drivers.shutdown().await;
+        Ok(())
     }
 }

@@ -1,6 +1,7 @@
 //! Moving bytes between a TCP connection and a braid stream, both ways, with half-close:
 //! a TCP FIN finishes the stream, a stream FIN shuts the TCP write side, a reset on either
-//! side aborts the other.
+//! side aborts the other — with a TCP RST, never a FIN, so that a stream cut short (the peer
+//! reset it, the session died) never looks like a complete transfer to the application.
 
 use crate::appproto::{decode_reply, Status};
 use crate::bridge::{Inbound, StreamReader, StreamWriter};
@@ -47,75 +48,96 @@ pub async fn read_reply(reader: &mut StreamReader) -> Result<(Status, Bytes), St
 /// Copies both ways until both directions are done. `first` is written to TCP before the rest.
 pub async fn splice(tcp: TcpStream, first: Bytes, mut reader: StreamReader, writer: StreamWriter) {
     let _ = tcp.set_nodelay(true);
-    let (mut r, mut w) = tcp.into_split();
-    let up = async {
-        // One allocation reused while the chunks handed out from it are gone (BytesMut
-        // reclaims its buffer on reserve), instead of a fresh 64 kB per read.
-        let mut buf = BytesMut::with_capacity(4 * TCP_READ);
-        loop {
-            buf.reserve(TCP_READ);
-            match r.read_buf(&mut buf).await {
-                Ok(0) => {
-                    let _ = writer.finish().await;
-                    return true;
-                }
-                Ok(_) => {
-                    if writer.write(buf.split().freeze()).await.is_err() {
+    let (mut rh, mut wh) = tcp.into_split();
+    let failed = {
+        let (r, w) = (&mut rh, &mut wh);
+        let up = async {
+            // One allocation reused while the chunks handed out from it are gone (BytesMut
+            // reclaims its buffer on reserve), instead of a fresh 64 kB per read.
+            let mut buf = BytesMut::with_capacity(4 * TCP_READ);
+            loop {
+                buf.reserve(TCP_READ);
+                match r.read_buf(&mut buf).await {
+                    Ok(0) => {
+                        let _ = writer.finish().await;
+                        return true;
+                    }
+                    Ok(_) => {
+                        if writer.write(buf.split().freeze()).await.is_err() {
+                            return false;
+                        }
+                    }
+                    Err(_) => {
+                        let _ = writer.reset(1).await;
                         return false;
                     }
                 }
-                Err(_) => {
-                    let _ = writer.reset(1).await;
-                    return false;
-                }
             }
-        }
-    };
-    let down = async {
-        if !first.is_empty() && w.write_all(&first).await.is_err() {
-            return false;
-        }
-        // Chunks arrive packet by packet: gather what is queued into one write.
-        let mut out: Vec<u8> = Vec::with_capacity(TCP_WRITE);
-        let mut end = None;
-        while let Some(m) = reader.recv().await {
-            let mut next = Some(m);
-            while let Some(m) = next.take() {
-                match m {
-                    Inbound::Data(b) => {
-                        out.extend_from_slice(&b);
-                        if out.len() < TCP_WRITE {
-                            next = reader.try_recv();
+        };
+        let down = async {
+            if !first.is_empty() && w.write_all(&first).await.is_err() {
+                return false;
+            }
+            // Chunks arrive packet by packet: gather what is queued into one write.
+            let mut out: Vec<u8> = Vec::with_capacity(TCP_WRITE);
+            let mut end = None;
+            while let Some(m) = reader.recv().await {
+                let mut next = Some(m);
+                while let Some(m) = next.take() {
+                    match m {
+                        Inbound::Data(b) => {
+                            out.extend_from_slice(&b);
+                            if out.len() < TCP_WRITE {
+                                next = reader.try_recv();
+                            }
                         }
+                        other => end = Some(other),
                     }
-                    other => end = Some(other),
+                }
+                if !out.is_empty() {
+                    if w.write_all(&out).await.is_err() {
+                        return false;
+                    }
+                    reader.consumed(out.len());
+                    out.clear();
+                }
+                match end.take() {
+                    Some(Inbound::Fin) => {
+                        let _ = w.shutdown().await;
+                        return true;
+                    }
+                    Some(_) => return false,
+                    None => {}
                 }
             }
-            if !out.is_empty() {
-                if w.write_all(&out).await.is_err() {
-                    return false;
-                }
-                reader.consumed(out.len());
-                out.clear();
-            }
-            match end.take() {
-                Some(Inbound::Fin) => {
-                    let _ = w.shutdown().await;
-                    return true;
-                }
-                Some(_) => return false,
-                None => {}
+            false
+        };
+        tokio::pin!(up, down);
+        // If either side fails, the other is abandoned and the connection aborted.
+        let (mut up_done, mut down_done) = (false, false);
+        let mut failed = false;
+        while !(failed || up_done && down_done) {
+            tokio::select! {
+                ok = &mut up, if !up_done => { up_done = true; failed = !ok; }
+                ok = &mut down, if !down_done => { down_done = true; failed = !ok; }
             }
         }
-        false
+        failed
     };
-    tokio::pin!(up, down);
-    // If either side fails, the other is abandoned (dropping the socket closes it).
-    let (mut up_done, mut down_done) = (false, false);
-    while !(up_done && down_done) {
-        tokio::select! {
-            ok = &mut up, if !up_done => { up_done = true; if !ok { let _ = writer.reset(1).await; return; } }
-            ok = &mut down, if !down_done => { down_done = true; if !ok { let _ = writer.reset(1).await; return; } }
-        }
+    if failed {
+        abort(rh.as_ref());
+        // Dropping the write half would send a FIN first (tokio shuts it down on drop): let
+        // the socket close with the read half, as one RST.
+        wh.forget();
+        drop(rh);
+        let _ = writer.reset(1).await;
+    }
+}
+
+/// Makes the connection end with a TCP RST when it is dropped (`SO_LINGER` 0): the
+/// application sees a reset, not a clean end of file.
+pub fn abort(tcp: &TcpStream) {
+    if let Err(e) = tcp.set_zero_linger() {
+        tracing::debug!(error = %e, "cannot set SO_LINGER 0; the connection will end with FIN");
     }
 }

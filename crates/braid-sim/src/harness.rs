@@ -7,7 +7,8 @@ use crate::report::{CutReport, PathReport, SimReport};
 use crate::workload::{Bulk, Timeline};
 use braid_core::scheduler::Kind;
 use braid_core::{
-    ClientConfig, DatagramEvent, Endpoint, ServerConfig, Session, SessionConfig, StaticSecret, Timestamp,
+    ClientConfig, DatagramEvent, Endpoint, Seed, ServerConfig, Session, SessionConfig, StaticSecret,
+    Timestamp,
 };
 use bytes::BytesMut;
 use std::time::{Duration, Instant};
@@ -120,8 +121,15 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
     };
     let mut now = Duration::ZERO;
     let mut sides = Sides {
-        client: Session::connect(&client_cfg, ts(now), Some(client_addr(0)), SERVER, cfg.seed ^ 0xc11e47, 1),
-        endpoint: Endpoint::new(server_cfg, cfg.seed ^ 0x5e7e7),
+        client: Session::connect(
+            &client_cfg,
+            ts(now),
+            Some(client_addr(0)),
+            SERVER,
+            Seed::from_u64(cfg.seed ^ 0xc11e47),
+            1,
+        ),
+        endpoint: Endpoint::new(server_cfg, Seed::from_u64(cfg.seed ^ 0x5e7e7)),
         server: None,
     };
     let mut path_of_link = vec![0u8; cfg.links.len()];
@@ -324,14 +332,14 @@ fn trace_line(now: Duration, sides: &Sides, delivered: u64) -> String {
 
 fn deliver_to_server(sides: &mut Sides, now: Duration, link: usize, data: BytesMut) {
     let remote = client_addr(link);
-    match sides.endpoint.handle(ts(now), Some(SERVER), remote, &data) {
+    match sides.endpoint.handle_inline(ts(now), Some(SERVER), remote, &data) {
         DatagramEvent::Route(id) => {
             if let Some(s) = sides.server.as_mut().filter(|s| s.id() == id) {
                 s.handle_datagram(ts(now), Some(SERVER), remote, data);
             }
         }
         DatagramEvent::Accepted { session, .. } => sides.server = Some(session),
-        DatagramEvent::Respond(_) | DatagramEvent::Dropped(_) => {}
+        DatagramEvent::Respond(_) | DatagramEvent::Dropped(_) | DatagramEvent::Handshake(_) => {}
     }
 }
 
@@ -420,6 +428,8 @@ fn build_report(
         reorder_max_steady_packets: 0,
         warmup_s: cfg.warmup.as_secs_f64(),
         retransmitted_bytes: sides.client.retransmitted_bytes(),
+        packets_sent: sides.client.stats().packets_sent + server.map_or(0, |s| s.stats().packets_sent),
+        key_phase: sides.client.key_phase(),
         paths,
         timeline: timeline
             .bytes

@@ -93,6 +93,10 @@ pub struct SimReport {
     pub warmup_s: f64,
     /// Stream bytes sent more than once.
     pub retransmitted_bytes: u64,
+    /// DATA packets sent, both sides.
+    pub packets_sent: u64,
+    /// The client's packet key generation at the end (key updates in the run).
+    pub key_phase: u64,
     /// Datagram flows, one per traffic class, in workload order.
     pub classes: Vec<crate::flow::FlowReport>,
     /// Per path, in link order.
@@ -174,6 +178,7 @@ impl SimReport {
             self.reorder_max_packets, self.reorder_max_steady_packets, self.warmup_s
         );
         let _ = writeln!(s, "retransmitted   {} bytes", self.retransmitted_bytes);
+        let _ = writeln!(s, "packets         {} sent, key phase {}", self.packets_sent, self.key_phase);
         let _ = writeln!(s, "intact          {}", if self.intact { "yes (byte-exact)" } else { "NO" });
         for c in &self.classes {
             let _ = writeln!(

@@ -91,7 +91,7 @@ fn fail(f: Failure) -> ExitCode {
     ExitCode::from(f.exit_code())
 }
 
-/// Runs `braid server` until Ctrl-C.
+/// Runs `braid server` until SIGINT or SIGTERM, then closes every session and exits 0.
 pub async fn server(args: ServerArgs) -> ExitCode {
     let flags = ServerFlags {
         listen: args.listen,
@@ -106,20 +106,45 @@ pub async fn server(args: ServerArgs) -> ExitCode {
         Ok(s) => s,
         Err(f) => return fail(f),
     };
-    let handle = match braid_daemon::start_server(settings).await {
+    let mut handle = match braid_daemon::start_server(settings).await {
         Ok(h) => h,
         Err(f) => return fail(f),
     };
     if let Some(a) = handle.status_addr {
         tracing::info!(%a, "status on http://{a}/status and /metrics");
     }
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => { tracing::info!("stopping"); ExitCode::SUCCESS }
-        r = handle.wait() => match r { Ok(()) => ExitCode::SUCCESS, Err(f) => fail(f) },
+    let ended = tokio::select! {
+        s = stop_signal() => { tracing::info!(signal = s, "stopping: closing every session"); None }
+        r = handle.wait() => Some(r),
+    };
+    match ended {
+        None => match handle.shutdown().await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(f) => fail(f),
+        },
+        Some(Ok(())) => ExitCode::SUCCESS,
+        Some(Err(f)) => fail(f),
     }
 }
 
-/// Runs `braid client` until Ctrl-C or a configuration failure.
+/// Waits for SIGINT (Ctrl-C) or SIGTERM (systemd, `kill`); returns the signal's name.
+async fn stop_signal() -> &'static str {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => tokio::select! {
+            _ = tokio::signal::ctrl_c() => "SIGINT",
+            _ = term.recv() => "SIGTERM",
+        },
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot watch SIGTERM; only Ctrl-C stops cleanly");
+            let _ = tokio::signal::ctrl_c().await;
+            "SIGINT"
+        }
+    }
+}
+
+/// Runs `braid client` until SIGINT, SIGTERM (then it closes its session and exits 0) or a
+/// configuration failure.
 pub async fn client(args: ClientArgs) -> ExitCode {
     let flags = ClientFlags {
         server: args.server,
@@ -137,7 +162,7 @@ pub async fn client(args: ClientArgs) -> ExitCode {
         Ok(s) => s,
         Err(f) => return fail(f),
     };
-    let handle = match braid_daemon::start_client(settings).await {
+    let mut handle = match braid_daemon::start_client(settings).await {
         Ok(h) => h,
         Err(f) => return fail(f),
     };
@@ -147,8 +172,16 @@ pub async fn client(args: ClientArgs) -> ExitCode {
     for a in &handle.forward_addrs {
         tracing::info!(%a, "forward listening");
     }
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => { tracing::info!("stopping"); ExitCode::SUCCESS }
-        r = handle.wait() => match r { Ok(()) => ExitCode::SUCCESS, Err(f) => fail(f) },
+    let ended = tokio::select! {
+        s = stop_signal() => { tracing::info!(signal = s, "stopping: closing the session"); None }
+        r = handle.wait() => Some(r),
+    };
+    match ended {
+        None => match handle.shutdown().await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(f) => fail(f),
+        },
+        Some(Ok(())) => ExitCode::SUCCESS,
+        Some(Err(f)) => fail(f),
     }
 }

@@ -63,6 +63,13 @@ pub struct SimArgs {
     /// Enable loss discrimination (random losses do not cut the window).
     #[arg(long)]
     loss_discrimination: bool,
+    /// Update the packet keys after this many packets sealed with one key (default: the
+    /// cipher's limit, 2^22 for AES-256-GCM, 2^28 for ChaCha20-Poly1305).
+    #[arg(long, value_name = "PACKETS")]
+    key_update_packets: Option<u64>,
+    /// Update the packet keys after this long (default 2 min).
+    #[arg(long, value_parser = parse_duration)]
+    key_update_interval: Option<Duration>,
     /// Enable path admission: a path that the seed 000/002 rules predict would lower the total
     /// is kept in standby until it improves.
     #[arg(long)]
@@ -213,6 +220,10 @@ pub fn config(args: &SimArgs) -> anyhow::Result<SimConfig> {
         path_admission: args.admission,
         ..SessionConfig::default()
     };
+    session.key_update.packets = args.key_update_packets;
+    if let Some(i) = args.key_update_interval {
+        session.key_update.interval = i;
+    }
     let flows = args.workload.flows(args.datagram_size);
     for (i, f) in flows.iter().enumerate() {
         let class = TrafficClass { priority: i as u8, deadline: args.deadline, scheduler: None };

@@ -5,26 +5,29 @@
 //!   <- s
 //!   ...
 //!   -> e, es, s, ss      HANDSHAKE_INIT: payload = client session id (u32) || timestamp (u64)
-//!                                        || preferred cipher (u8)
+//!                                        || preferred cipher (u8); then mac1, mac2 (see cookie)
 //!   <- e, ee, se         HANDSHAKE_RESP: payload = status (u8) || server session id (u32)
-//!                                        || agreed cipher (u8)
+//!                                        || agreed cipher (u8) || stateless reset token (16)
 //! ```
 //! The client knows the server's static key beforehand; the server learns the client's static key
 //! from message 1 and admits it only if configured to. The timestamp (chosen by the client's
 //! driver, strictly increasing per client key) lets the server refuse a replayed message 1, as
-//! WireGuard does with TAI64N. After message 2 both sides split into two [`PacketKey`]s of the
-//! cipher the server chose by [`Cipher::agree`].
+//! WireGuard does with TAI64N. After message 2 both sides split into one secret per direction
+//! ([`SessionKeys`]), the first phase of the session's [`super::keyupdate::KeySchedule`], for
+//! the cipher the server chose by [`Cipher::agree`].
 //!
-//! Randomness (the ephemeral keys) comes from a seed the caller injects, never from the OS.
+//! Randomness (the ephemeral keys) comes from a 32-byte [`Seed`] the caller injects, never from
+//! the OS.
 
-use super::aead::{Cipher, PacketKey};
+use super::aead::Cipher;
 use super::keys::{PublicKey, StaticSecret};
+use super::seed::Seed;
 use crate::wire::{
     HANDSHAKE_INIT_LEN, HANDSHAKE_INIT_PAYLOAD_LEN, HANDSHAKE_RESP_LEN, HANDSHAKE_RESP_PAYLOAD_LEN,
-    TYPE_HANDSHAKE_INIT, TYPE_HANDSHAKE_RESP, VERSION,
+    MAC1_OFFSET, RESET_TOKEN_LEN, TYPE_HANDSHAKE_INIT, TYPE_HANDSHAKE_RESP, VERSION,
 };
 use rand_chacha::ChaCha20Rng;
-use rand_core::{RngCore, SeedableRng};
+use rand_core::RngCore;
 use snow::params::{CipherChoice, DHChoice, HashChoice, NoiseParams};
 use snow::resolvers::{CryptoResolver, DefaultResolver, FallbackResolver};
 use snow::types::{Cipher as NoiseCipher, Dh, Hash, Random};
@@ -50,15 +53,22 @@ pub enum HandshakeError {
     Payload,
 }
 
-/// The keys a finished handshake yields.
-#[derive(Debug)]
+/// The secrets a finished handshake yields.
 pub struct SessionKeys {
-    /// Seals what we send.
-    pub seal: PacketKey,
-    /// Opens what we receive.
-    pub open: PacketKey,
-    /// The AEAD both keys use.
+    /// Secret of what we send.
+    pub send: [u8; 32],
+    /// Secret of what we receive.
+    pub recv: [u8; 32],
+    /// The AEAD both directions use.
     pub cipher: Cipher,
+    /// Client: the token that authenticates the server's stateless reset of this session.
+    pub reset_token: Option<[u8; RESET_TOKEN_LEN]>,
+}
+
+impl std::fmt::Debug for SessionKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionKeys").field("cipher", &self.cipher).finish_non_exhaustive()
+    }
 }
 
 /// A resolver that supplies only randomness, from an injected seed; snow's default resolver
@@ -77,7 +87,7 @@ impl Random for RngBox {
 impl CryptoResolver for SeededRng {
     fn resolve_rng(&self) -> Option<Box<dyn Random>> {
         let mut parent = self.0.lock().ok()?;
-        Some(Box::new(RngBox(ChaCha20Rng::seed_from_u64(parent.next_u64()))))
+        Some(Box::new(RngBox(Seed::draw(&mut *parent).rng())))
     }
     fn resolve_dh(&self, _: &DHChoice) -> Option<Box<dyn Dh>> {
         None
@@ -90,25 +100,29 @@ impl CryptoResolver for SeededRng {
     }
 }
 
-fn builder(seed: u64) -> Builder<'static> {
+fn builder(seed: &Seed) -> Builder<'static> {
     let params: NoiseParams = PATTERN.parse().expect("valid Noise pattern");
-    let resolver = FallbackResolver::new(
-        Box::new(SeededRng(Mutex::new(ChaCha20Rng::seed_from_u64(seed)))),
-        Box::new(DefaultResolver),
-    );
+    let resolver =
+        FallbackResolver::new(Box::new(SeededRng(Mutex::new(seed.rng()))), Box::new(DefaultResolver));
     Builder::with_resolver(params, Box::new(resolver))
 }
 
-fn split(hs: &mut HandshakeState, initiator: bool, cipher: Cipher) -> SessionKeys {
+fn split(
+    hs: &mut HandshakeState,
+    initiator: bool,
+    cipher: Cipher,
+    reset_token: Option<[u8; RESET_TOKEN_LEN]>,
+) -> SessionKeys {
     let (i2r, r2i) = hs.dangerously_get_raw_split();
-    let (seal, open) = if initiator { (i2r, r2i) } else { (r2i, i2r) };
-    SessionKeys { seal: PacketKey::new(cipher, &seal), open: PacketKey::new(cipher, &open), cipher }
+    let (send, recv) = if initiator { (i2r, r2i) } else { (r2i, i2r) };
+    SessionKeys { send, recv, cipher, reset_token }
 }
 
 /// The client's side: builds message 1, then reads message 2.
 pub struct Initiator {
     hs: HandshakeState,
-    /// The complete HANDSHAKE_INIT datagram, kept for retransmission.
+    /// The complete HANDSHAKE_INIT datagram, kept for retransmission (its `mac1` and `mac2`
+    /// are zero until stamped by a `CookieJar`).
     pub init_packet: Vec<u8>,
 }
 
@@ -135,7 +149,7 @@ impl Initiator {
         client_session_id: u32,
         timestamp: u64,
         cipher: Cipher,
-        seed: u64,
+        seed: &Seed,
     ) -> Self {
         let mut hs = builder(seed)
             .local_private_key(local.as_bytes())
@@ -150,8 +164,8 @@ impl Initiator {
         let mut init_packet = vec![0u8; HANDSHAKE_INIT_LEN];
         init_packet[0] = TYPE_HANDSHAKE_INIT;
         init_packet[1] = VERSION;
-        let n = hs.write_message(&payload, &mut init_packet[2..]).expect("message 1 fits");
-        debug_assert_eq!(n + 2, HANDSHAKE_INIT_LEN);
+        let n = hs.write_message(&payload, &mut init_packet[2..MAC1_OFFSET]).expect("message 1 fits");
+        debug_assert_eq!(n + 2, MAC1_OFFSET);
         Initiator { hs, init_packet }
     }
 
@@ -168,6 +182,7 @@ impl Initiator {
                     &mut self.hs,
                     true,
                     Cipher::from_code(payload[5]).ok_or(HandshakeError::Payload)?,
+                    Some(payload[6..6 + RESET_TOKEN_LEN].try_into().expect("16 bytes")),
                 )),
                 server_session_id: u32::from_be_bytes(payload[1..5].try_into().expect("4")),
             }),
@@ -198,7 +213,7 @@ impl std::fmt::Debug for Responder {
 
 impl Responder {
     /// Opens message 1 (the Noise part of HANDSHAKE_INIT) with the server's static key.
-    pub fn read_init(local: &StaticSecret, noise: &[u8], seed: u64) -> Result<Self, HandshakeError> {
+    pub fn read_init(local: &StaticSecret, noise: &[u8], seed: &Seed) -> Result<Self, HandshakeError> {
         let mut hs = builder(seed)
             .local_private_key(local.as_bytes())
             .and_then(|b| b.prologue(PROLOGUE))
@@ -223,11 +238,18 @@ impl Responder {
         })
     }
 
-    fn respond(mut self, status: u8, server_session_id: u32, cipher: Cipher) -> (Vec<u8>, HandshakeState) {
+    fn respond(
+        mut self,
+        status: u8,
+        server_session_id: u32,
+        cipher: Cipher,
+        reset_token: [u8; RESET_TOKEN_LEN],
+    ) -> (Vec<u8>, HandshakeState) {
         let mut payload = [0u8; HANDSHAKE_RESP_PAYLOAD_LEN];
         payload[0] = status;
         payload[1..5].copy_from_slice(&server_session_id.to_be_bytes());
         payload[5] = cipher.code();
+        payload[6..].copy_from_slice(&reset_token);
         let mut packet = vec![0u8; HANDSHAKE_RESP_LEN];
         packet[0] = TYPE_HANDSHAKE_RESP;
         packet[1..5].copy_from_slice(&self.client_session_id.to_be_bytes());
@@ -237,16 +259,21 @@ impl Responder {
     }
 
     /// Admits the client: agrees on the cipher (the server prefers `cipher`), builds
-    /// HANDSHAKE_RESP and the session keys.
-    pub fn accept(self, server_session_id: u32, cipher: Cipher) -> (Vec<u8>, SessionKeys) {
+    /// HANDSHAKE_RESP (carrying the session's stateless reset token) and the session keys.
+    pub fn accept(
+        self,
+        server_session_id: u32,
+        cipher: Cipher,
+        reset_token: [u8; RESET_TOKEN_LEN],
+    ) -> (Vec<u8>, SessionKeys) {
         let agreed = Cipher::agree(self.client_cipher, cipher);
-        let (packet, mut hs) = self.respond(STATUS_ACCEPTED, server_session_id, agreed);
-        (packet, split(&mut hs, false, agreed))
+        let (packet, mut hs) = self.respond(STATUS_ACCEPTED, server_session_id, agreed, reset_token);
+        (packet, split(&mut hs, false, agreed, None))
     }
 
     /// Refuses the client with an authenticated answer no larger than its message 1.
     pub fn refuse(self) -> Vec<u8> {
-        self.respond(STATUS_REFUSED, 0, Cipher::ChaCha20Poly1305).0
+        self.respond(STATUS_REFUSED, 0, Cipher::ChaCha20Poly1305, [0; RESET_TOKEN_LEN]).0
     }
 }
 
@@ -273,33 +300,35 @@ mod tests {
 
     fn handshake_with(client_wants: Cipher, server_wants: Cipher, agreed: Cipher) {
         let (client, server) = keys();
-        let mut init = Initiator::new(&client, &server.public_key(), 77, 1000, client_wants, 1);
-        let r = Responder::read_init(&server, &init.init_packet[2..], 2).unwrap();
+        let mut init =
+            Initiator::new(&client, &server.public_key(), 77, 1000, client_wants, &Seed::from_u64(1));
+        let r = Responder::read_init(&server, &init.init_packet[2..MAC1_OFFSET], &Seed::from_u64(2)).unwrap();
         assert_eq!(r.client_key, client.public_key());
         assert_eq!((r.client_session_id, r.timestamp, r.client_cipher), (77, 1000, client_wants));
-        let (resp, server_keys) = r.accept(99, server_wants);
+        let (resp, server_keys) = r.accept(99, server_wants, [7; RESET_TOKEN_LEN]);
         assert_eq!(server_keys.cipher, agreed);
         assert!(resp.len() < init.init_packet.len());
         let Response::Accepted { keys, server_session_id } = init.read_response(&resp[5..]).unwrap() else {
             panic!("accepted")
         };
         assert_eq!((server_session_id, keys.cipher), (99, agreed));
-        let mut p = b"hdr-data".to_vec();
-        keys.seal.seal(0, 1, &mut p, 4);
-        assert!(server_keys.open.open(0, 1, &mut p, 4).is_ok());
+        assert_eq!(keys.reset_token, Some([7; RESET_TOKEN_LEN]));
+        assert_eq!(server_keys.reset_token, None);
+        assert_eq!((keys.send, keys.recv), (server_keys.recv, server_keys.send));
     }
 
     #[test]
     fn wrong_server_key_fails_and_refusal_is_authenticated() {
         let (client, server) = keys();
         let other = StaticSecret::from_bytes([3; 32]);
-        let init = Initiator::new(&client, &other.public_key(), 1, 1, Cipher::ChaCha20Poly1305, 1);
+        let (s1, s2) = (Seed::from_u64(1), Seed::from_u64(2));
+        let init = Initiator::new(&client, &other.public_key(), 1, 1, Cipher::ChaCha20Poly1305, &s1);
         assert_eq!(
-            Responder::read_init(&server, &init.init_packet[2..], 2).unwrap_err(),
+            Responder::read_init(&server, &init.init_packet[2..MAC1_OFFSET], &s2).unwrap_err(),
             HandshakeError::Decrypt
         );
-        let mut init = Initiator::new(&client, &server.public_key(), 1, 1, Cipher::ChaCha20Poly1305, 1);
-        let r = Responder::read_init(&server, &init.init_packet[2..], 2).unwrap();
+        let mut init = Initiator::new(&client, &server.public_key(), 1, 1, Cipher::ChaCha20Poly1305, &s1);
+        let r = Responder::read_init(&server, &init.init_packet[2..MAC1_OFFSET], &s2).unwrap();
         let resp = r.refuse();
         assert!(matches!(init.read_response(&resp[5..]), Ok(Response::Refused)));
     }
@@ -307,9 +336,10 @@ mod tests {
     #[test]
     fn same_seed_same_bytes() {
         let (client, server) = keys();
-        let a = Initiator::new(&client, &server.public_key(), 5, 6, Cipher::ChaCha20Poly1305, 42);
-        let b = Initiator::new(&client, &server.public_key(), 5, 6, Cipher::ChaCha20Poly1305, 42);
-        let c = Initiator::new(&client, &server.public_key(), 5, 6, Cipher::ChaCha20Poly1305, 43);
+        let new = |n| {
+            Initiator::new(&client, &server.public_key(), 5, 6, Cipher::ChaCha20Poly1305, &Seed::from_u64(n))
+        };
+        let (a, b, c) = (new(42), new(42), new(43));
         assert_eq!(a.init_packet, b.init_packet);
         assert_ne!(a.init_packet, c.init_packet);
     }

@@ -42,6 +42,17 @@ impl Received {
         self.replay.check(pn)
     }
 
+    /// The anti-replay window.
+    pub fn replay(&self) -> &ReplayWindow {
+        &self.replay
+    }
+
+    /// Carries on the replay window of a closed path with the same id, so that its recorded
+    /// packets stay refused.
+    pub fn resume(&mut self, replay: ReplayWindow) {
+        self.replay = replay;
+    }
+
     /// Records an authenticated packet.
     pub fn on_packet(&mut self, now: Timestamp, pn: u64, ack_eliciting: bool, max_ack_delay: Duration) {
         let in_order = self.replay.highest().is_none_or(|h| pn == h + 1);

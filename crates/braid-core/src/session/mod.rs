@@ -13,8 +13,11 @@ mod send;
 mod timers;
 
 use crate::config::{ClientConfig, SessionConfig};
+use crate::crypto::cookie::CookieJar;
 use crate::crypto::handshake::{Initiator, SessionKeys};
-use crate::crypto::PublicKey;
+use crate::crypto::keyupdate::KeySchedule;
+use crate::crypto::replay::ReplayWindow;
+use crate::crypto::{PublicKey, Seed};
 use crate::datagram::{Datagram, DatagramError, DatagramStats, Datagrams};
 use crate::monitor::MonitorState;
 use crate::path::sent::SentPacket;
@@ -26,7 +29,7 @@ use crate::wire::PathStatusKind;
 use bytes::Bytes;
 use paths::PathError;
 use rand_chacha::ChaCha20Rng;
-use rand_core::{RngCore, SeedableRng};
+use rand_core::RngCore;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 use std::net::SocketAddr;
@@ -67,6 +70,9 @@ pub enum CloseReason {
     },
     /// The peer broke the protocol (after authenticating, so it is a bug or an attack).
     ProtocolViolation(String),
+    /// The server answered with a stateless reset: it no longer knows the session (it
+    /// restarted, or ended the session).
+    StatelessReset,
 }
 
 impl fmt::Display for CloseReason {
@@ -83,6 +89,9 @@ impl fmt::Display for CloseReason {
             }
             CloseReason::LocalClosed { code } => write!(f, "closed locally (code {code})"),
             CloseReason::ProtocolViolation(what) => write!(f, "protocol violation by peer: {what}"),
+            CloseReason::StatelessReset => {
+                f.write_str("the server no longer knows this session (it restarted or ended it)")
+            }
         }
     }
 }
@@ -133,7 +142,13 @@ pub struct Transmit {
 #[derive(Debug)]
 enum State {
     /// Client, waiting for the server's answer.
-    Handshaking { initiator: Box<Initiator>, started: Timestamp, next_send: Timestamp, tries: u32 },
+    Handshaking {
+        initiator: Box<Initiator>,
+        cookies: Box<CookieJar>,
+        started: Timestamp,
+        next_send: Timestamp,
+        tries: u32,
+    },
     /// Keys agreed.
     Established,
     /// We close: CLOSE frames are sent on every path, then the session is drained.
@@ -153,6 +168,15 @@ pub struct SessionStats {
     pub packets_received: u64,
 }
 
+/// What a closed path leaves behind so that its id cannot be abused later: its packet numbers
+/// go on where they stopped (a nonce is never used twice under one key) and its replay window
+/// refuses its old packets (a recorded packet cannot re-create the path).
+#[derive(Debug, Clone)]
+struct RetiredPath {
+    next_pn: u64,
+    replay: ReplayWindow,
+}
+
 /// Control frames the session owes the peer that do not belong to a stream.
 #[derive(Debug, Default)]
 struct PathControl {
@@ -167,9 +191,13 @@ pub struct Session {
     state: State,
     local_id: u32,
     remote_id: u32,
-    keys: Option<SessionKeys>,
+    keys: Option<KeySchedule>,
+    /// Client: the token of the server's stateless reset of this session.
+    reset_token: Option<[u8; crate::wire::RESET_TOKEN_LEN]>,
     peer_key: Option<PublicKey>,
     paths: Vec<Path>,
+    /// Closed paths, by id (at most 256).
+    retired: BTreeMap<PathId, RetiredPath>,
     streams: Streams,
     datagrams: Datagrams,
     scheduler: Box<dyn Scheduler>,
@@ -218,14 +246,15 @@ impl fmt::Debug for Session {
 }
 
 impl Session {
-    fn new(side: Side, config: Arc<SessionConfig>, seed: u64, now: Timestamp, state: State) -> Self {
+    fn new(side: Side, config: Arc<SessionConfig>, seed: Seed, now: Timestamp, state: State) -> Self {
         let limits = StreamLimits {
             stream_window: config.stream_window,
             session_window: config.session_window,
             send_buffer: config.send_buffer,
             max_streams: config.max_streams,
         };
-        let scheduler_seed = seed ^ 0x5c4e_d01e;
+        let mut rng = seed.rng();
+        let scheduler_seed = rng.next_u64();
         let class_kinds: BTreeMap<u8, scheduler::Kind> =
             config.classes.iter().filter_map(|(c, tc)| tc.scheduler.map(|k| (*c, k))).collect();
         let mut class_schedulers: Vec<(scheduler::Kind, Box<dyn Scheduler>)> = Vec::new();
@@ -241,12 +270,14 @@ impl Session {
             local_id: 0,
             remote_id: 0,
             keys: None,
+            reset_token: None,
             peer_key: None,
             paths: Vec::new(),
+            retired: BTreeMap::new(),
             streams: Streams::new(side, limits),
             datagrams: Datagrams::new(config.datagram_queue),
             scheduler: config.scheduler.build_seeded(scheduler_seed),
-            rng: ChaCha20Rng::seed_from_u64(seed),
+            rng,
             events: VecDeque::new(),
             path_control: PathControl::default(),
             close_frame: None,
@@ -273,30 +304,39 @@ impl Session {
 
     /// Starts a client session: the handshake leaves on path 0 from `local` to `server`.
     ///
-    /// `seed` feeds every random choice of the session (ids, ephemeral keys, challenges);
-    /// `timestamp` must grow with every handshake this client key makes (the daemon passes
-    /// wall-clock nanoseconds) so the server can refuse replayed handshakes.
+    /// `seed` feeds every random choice of the session (ids, ephemeral keys, challenges; the
+    /// daemon passes 32 bytes from the OS); `timestamp` must grow with every handshake this
+    /// client key makes (the daemon passes wall-clock nanoseconds) so the server can refuse
+    /// replayed handshakes.
     pub fn connect(
         config: &ClientConfig,
         now: Timestamp,
         local: Option<SocketAddr>,
         server: SocketAddr,
-        seed: u64,
+        seed: Seed,
         timestamp: u64,
     ) -> Session {
-        let mut rng = ChaCha20Rng::seed_from_u64(seed);
+        let mut rng = seed.rng();
         let local_id = rng.next_u32();
-        let initiator = Initiator::new(
+        let mut initiator = Initiator::new(
             &config.secret,
             &config.server_key,
             local_id,
             timestamp,
             config.session.cipher,
-            rng.next_u64(),
+            &Seed::draw(&mut rng),
         );
-        let state =
-            State::Handshaking { initiator: Box::new(initiator), started: now, next_send: now, tries: 0 };
-        let mut s = Session::new(Side::Client, Arc::new(config.session.clone()), rng.next_u64(), now, state);
+        let mut cookies = CookieJar::new(&config.server_key);
+        cookies.stamp(now, &mut initiator.init_packet);
+        let state = State::Handshaking {
+            initiator: Box::new(initiator),
+            cookies: Box::new(cookies),
+            started: now,
+            next_send: now,
+            tries: 0,
+        };
+        let mut s =
+            Session::new(Side::Client, Arc::new(config.session.clone()), Seed::draw(&mut rng), now, state);
         s.local_id = local_id;
         s.peer_key = Some(config.server_key);
         let path = Path::new(0, local, server, PathState::Validating, s.config.congestion, s.mtu(), now);
@@ -311,7 +351,7 @@ impl Session {
         now: Timestamp,
         local: Option<SocketAddr>,
         client: SocketAddr,
-        seed: u64,
+        seed: Seed,
         ids: (u32, u32),
         keys: SessionKeys,
         peer_key: PublicKey,
@@ -320,7 +360,7 @@ impl Session {
     ) -> Session {
         let mut s = Session::new(Side::Server, config, seed, now, State::Established);
         (s.local_id, s.remote_id) = ids;
-        s.keys = Some(keys);
+        s.install_keys(keys, now);
         s.peer_key = Some(peer_key);
         s.handshake_init = Some(init);
         s.handshake_resp = Some(resp);
@@ -332,6 +372,24 @@ impl Session {
         s.apply_path_config();
         s.events.push_back(Event::Connected);
         s
+    }
+
+    fn install_keys(&mut self, keys: SessionKeys, now: Timestamp) {
+        self.reset_token = keys.reset_token;
+        self.keys = Some(KeySchedule::new(keys.cipher, keys.send, keys.recv, self.config.key_update, now));
+    }
+
+    /// How long the previous phase's receive key is kept after a key update (RFC 9001 §6.5:
+    /// three times the PTO; here the largest PTO of the paths, at least 1 s, at most 10 s).
+    pub(crate) fn key_grace(&self) -> Duration {
+        let pto = self.paths.iter().map(|p| p.rtt.pto_base(self.config.max_ack_delay)).max();
+        (3 * pto.unwrap_or(Duration::ZERO)).clamp(Duration::from_secs(1), Duration::from_secs(10))
+    }
+
+    /// Generation of the packet keys in use (0 after the handshake; grows with each key
+    /// update).
+    pub fn key_phase(&self) -> u64 {
+        self.keys.as_ref().map_or(0, |k| k.phase())
     }
 
     fn apply_path_config(&mut self) {
@@ -547,7 +605,7 @@ impl Session {
 
     /// The AEAD the handshake agreed on (None before it finished).
     pub fn cipher(&self) -> Option<crate::crypto::aead::Cipher> {
-        self.keys.as_ref().map(|k| k.cipher)
+        self.keys.as_ref().map(|k| k.cipher())
     }
 
     /// The session scheduler's name.

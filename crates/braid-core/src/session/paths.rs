@@ -47,9 +47,7 @@ impl Session {
             .ok_or(PathError::Limit)?;
         self.next_path_id = u16::from(id) % 255 + 1;
         let token = self.random_token();
-        let mut path =
-            Path::new(id, local, remote, PathState::Validating, self.config.congestion, self.mtu(), now);
-        path.monitor.discriminate_loss = self.config.loss_discrimination;
+        let mut path = self.new_path(id, local, remote, now);
         path.challenge = Some(Challenge { token, remote, sent: None, tries: 0, started: now });
         self.paths.push(path);
         tracing::debug!(session = self.local_id, path = id, ?local, %remote, "adding path");
@@ -77,6 +75,25 @@ impl Session {
         Ok(())
     }
 
+    /// A validating path `id`. An id used before resumes its packet numbers and replay window
+    /// (see `RetiredPath`).
+    pub(super) fn new_path(
+        &mut self,
+        id: PathId,
+        local: Option<SocketAddr>,
+        remote: SocketAddr,
+        now: Timestamp,
+    ) -> Path {
+        let mut path =
+            Path::new(id, local, remote, PathState::Validating, self.config.congestion, self.mtu(), now);
+        path.monitor.discriminate_loss = self.config.loss_discrimination;
+        if let Some(r) = self.retired.remove(&id) {
+            path.next_pn = r.next_pn;
+            path.received.resume(r.replay);
+        }
+        path
+    }
+
     pub(super) fn retire_path(&mut self, _now: Timestamp, id: PathId, tell_peer: bool) {
         let Some(idx) = self.paths.iter().position(|p| p.id == id) else {
             return;
@@ -85,6 +102,8 @@ impl Session {
             return;
         }
         let mut path = self.paths.remove(idx);
+        self.retired
+            .insert(id, super::RetiredPath { next_pn: path.next_pn, replay: path.received.replay().clone() });
         let frames = strand(&mut path);
         self.requeue_frames(&frames);
         self.unpin_path(id);

@@ -6,9 +6,10 @@
 
 use super::{Event, Session, State};
 use crate::crypto::handshake::Response;
-use crate::path::{Challenge, Path, PathState};
+use crate::crypto::keyupdate::OpenFailure;
+use crate::path::{Challenge, PathState};
 use crate::time::Timestamp;
-use crate::wire::{self, header::decode_packet_number, DataHeader, Frames, Header, DATA_HEADER_LEN};
+use crate::wire::{self, header::decode_packet_number, DataHeader, Frame, Frames, Header, DATA_HEADER_LEN};
 use bytes::BytesMut;
 use std::net::SocketAddr;
 
@@ -37,11 +38,25 @@ pub enum DropReason {
     Refused,
     /// The session is closed.
     Closed,
+    /// A handshake message without a valid `mac1` (junk, or meant for another server).
+    BadMac,
+    /// Over the per-source handshake or reply rate.
+    RateLimited,
+    /// Too many handshakes in progress.
+    Overloaded,
+    /// A copy of a handshake message still being processed.
+    DuplicateHandshake,
+    /// Under load, a handshake message without a cookie for its source (answered with one).
+    CookieNeeded,
+    /// Sealed with keys of a phase this side no longer (or not yet) holds.
+    KeyPhase,
+    /// A stateless reset whose token is not this session's.
+    BadReset,
 }
 
 impl DropReason {
     /// Every reason with its metric label.
-    pub const ALL: [(DropReason, &'static str); 11] = [
+    pub const ALL: [(DropReason, &'static str); 18] = [
         (DropReason::Malformed, "malformed"),
         (DropReason::UnknownSession, "unknown_session"),
         (DropReason::NotEstablished, "not_established"),
@@ -53,6 +68,13 @@ impl DropReason {
         (DropReason::StaleHandshake, "stale_handshake"),
         (DropReason::Refused, "refused"),
         (DropReason::Closed, "closed"),
+        (DropReason::BadMac, "bad_mac"),
+        (DropReason::RateLimited, "rate_limited"),
+        (DropReason::Overloaded, "overloaded"),
+        (DropReason::DuplicateHandshake, "duplicate_handshake"),
+        (DropReason::CookieNeeded, "cookie_needed"),
+        (DropReason::KeyPhase, "key_phase"),
+        (DropReason::BadReset, "bad_reset"),
     ];
 
     /// Metric label.
@@ -84,6 +106,14 @@ impl Session {
                 let noise = noise.to_vec();
                 self.on_handshake_resp(now, session_id, &noise)
             }
+            Ok(Header::CookieReply { nonce, sealed }) => {
+                let (nonce, sealed) = (*nonce, *sealed);
+                self.on_cookie_reply(now, &nonce, &sealed)
+            }
+            Ok(Header::StatelessReset { token }) => {
+                let token = *token;
+                self.on_stateless_reset(&token)
+            }
             Ok(Header::HandshakeInit { .. }) => {
                 // A retransmission of the message that created this session: answer again.
                 if self.handshake_init.as_deref() == Some(&data[..]) {
@@ -93,6 +123,39 @@ impl Session {
                 }
             }
             Ok(Header::Data(h)) => self.on_data(now, local, remote, h, data),
+        }
+    }
+
+    /// The server is under load and wants proof of our address: the next HANDSHAKE_INIT carries
+    /// `mac2` with its cookie, and leaves at once.
+    fn on_cookie_reply(
+        &mut self,
+        now: Timestamp,
+        nonce: &[u8; wire::COOKIE_NONCE_LEN],
+        sealed: &[u8; wire::COOKIE_LEN + wire::TAG_LEN],
+    ) {
+        let State::Handshaking { initiator, cookies, next_send, tries, .. } = &mut self.state else {
+            return self.drop_packet(DropReason::UnexpectedHandshake);
+        };
+        if cookies.on_reply(now, nonce, sealed).is_err() {
+            return self.drop_packet(DropReason::HandshakeDecrypt);
+        }
+        cookies.stamp(now, &mut initiator.init_packet);
+        // The resend is an answer to the server, not a retry: it does not count as one.
+        *tries = tries.saturating_sub(1);
+        *next_send = now;
+        tracing::debug!(session = self.local_id, "cookie received; handshake resent with it");
+    }
+
+    /// RFC 9000 §10.3.1: a stateless reset whose token matches ends the session at once (the
+    /// driver starts a new one); any other is dropped.
+    fn on_stateless_reset(&mut self, token: &[u8; wire::RESET_TOKEN_LEN]) {
+        match &self.reset_token {
+            Some(expected) if crate::crypto::reset::token_matches(expected, token) => {
+                tracing::debug!(session = self.local_id, "stateless reset from the server");
+                self.end(super::CloseReason::StatelessReset);
+            }
+            _ => self.drop_packet(DropReason::BadReset),
         }
     }
 
@@ -109,7 +172,7 @@ impl Session {
             Err(_) => self.drop_packet(DropReason::HandshakeDecrypt),
             Ok(Response::Refused) => self.end(super::CloseReason::Refused),
             Ok(Response::Accepted { keys, server_session_id }) => {
-                self.keys = Some(*keys);
+                self.install_keys(*keys, now);
                 self.remote_id = server_session_id;
                 self.state = State::Established;
                 self.last_activity = now;
@@ -150,25 +213,44 @@ impl Session {
             return self.drop_packet(DropReason::UnknownSession);
         }
         let idx = self.paths.iter().position(|p| p.id == h.path_id);
-        let largest = idx.and_then(|i| self.paths[i].received.largest());
-        let pn = decode_packet_number(largest, h.truncated_pn);
-        if let Some(i) = idx {
-            if self.paths[i].received.check(pn).is_err() {
-                return self.drop_packet(DropReason::Replayed);
-            }
-        } else if self.side == super::Side::Client
-            || self.paths.iter().filter(|p| p.state != PathState::Closed).count() >= self.config.max_paths
+        let window = match idx {
+            Some(i) => Some(self.paths[i].received.replay()),
+            None => self.retired.get(&h.path_id).map(|r| &r.replay),
+        };
+        let pn = decode_packet_number(window.and_then(|w| w.highest()), h.truncated_pn);
+        if window.is_some_and(|w| w.check(pn).is_err()) {
+            return self.drop_packet(DropReason::Replayed);
+        }
+        if idx.is_none()
+            && (self.side == super::Side::Client
+                || self.paths.iter().filter(|p| p.state != PathState::Closed).count()
+                    >= self.config.max_paths)
         {
             return self.drop_packet(DropReason::UnknownPath);
         }
-        let keys = self.keys.as_ref().expect("checked above");
-        let Ok(len) = keys.open.open(h.path_id, pn, &mut data, DATA_HEADER_LEN) else {
-            return self.drop_packet(DropReason::Decrypt);
+        let grace = self.key_grace();
+        let keys = self.keys.as_mut().expect("checked above");
+        let len = match keys.open(now, grace, h.key_phase, h.path_id, pn, &mut data, DATA_HEADER_LEN) {
+            Ok(len) => len,
+            Err(OpenFailure::KeyPhase) => return self.drop_packet(DropReason::KeyPhase),
+            Err(OpenFailure::Decrypt) => {
+                self.drop_packet(DropReason::Decrypt);
+                if self.keys.as_ref().is_some_and(|k| k.integrity_exhausted()) {
+                    self.violation(
+                        now,
+                        "too many packets failed to authenticate (AEAD integrity limit)".into(),
+                    );
+                }
+                return;
+            }
         };
         // Authenticated from here on.
         let payload = data.freeze().slice(DATA_HEADER_LEN..DATA_HEADER_LEN + len);
         let i = match idx {
             Some(i) => i,
+            // A new path is created only by a packet that carries a fresh PATH_CHALLENGE (a
+            // recorded packet of an old path is refused by the replay window above).
+            None if !carries_challenge(&payload) => return self.drop_packet(DropReason::UnknownPath),
             None => self.join_path(now, h.path_id, local, remote),
         };
         let path = &mut self.paths[i];
@@ -224,9 +306,7 @@ impl Session {
     /// path. It is created validating; our own challenge proves the client's address.
     fn join_path(&mut self, now: Timestamp, id: u8, local: Option<SocketAddr>, remote: SocketAddr) -> usize {
         let token = self.random_token();
-        let mut path =
-            Path::new(id, local, remote, PathState::Validating, self.config.congestion, self.mtu(), now);
-        path.monitor.discriminate_loss = self.config.loss_discrimination;
+        let mut path = self.new_path(id, local, remote, now);
         path.challenge = Some(Challenge { token, remote, sent: None, tries: 0, started: now });
         // A path id that was closed before comes back as a new path.
         self.paths.retain(|p| p.id != id);
@@ -234,4 +314,9 @@ impl Session {
         tracing::debug!(session = self.local_id, path = id, %remote, "path joining");
         self.paths.len() - 1
     }
+}
+
+/// Whether an authenticated payload carries a PATH_CHALLENGE.
+fn carries_challenge(payload: &[u8]) -> bool {
+    Frames::new(payload).any(|f| matches!(f, Ok(Frame::PathChallenge(_))))
 }

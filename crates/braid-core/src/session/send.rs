@@ -94,7 +94,9 @@ impl Session {
         let pn = path.take_pn();
         buf.clear();
         buf.resize(DATA_HEADER_LEN, 0);
-        DataHeader { session_id: self.remote_id, path_id: path.id, truncated_pn: pn as u32 }.write(buf);
+        // The key phase is written when the packet is sealed.
+        DataHeader { session_id: self.remote_id, path_id: path.id, truncated_pn: pn as u32, key_phase: 0 }
+            .write(buf);
         Builder {
             idx,
             pn,
@@ -112,9 +114,10 @@ impl Session {
         buf: &mut Vec<u8>,
         destination: Option<std::net::SocketAddr>,
     ) -> Transmit {
-        let keys = self.keys.as_ref().expect("established sessions have keys");
+        let grace = self.key_grace();
+        let keys = self.keys.as_mut().expect("established sessions have keys");
         let path = &mut self.paths[b.idx];
-        keys.seal.seal(path.id, b.pn, buf, DATA_HEADER_LEN);
+        keys.seal(now, grace, path.id, b.pn, buf, DATA_HEADER_LEN);
         let size = buf.len();
         let sent = SentPacket {
             pn: b.pn,

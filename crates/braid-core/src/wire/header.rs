@@ -1,8 +1,9 @@
 //! Packet headers: parsed with checked reads, emitted into caller buffers.
 
 use super::{
-    ParseError, DATA_HEADER_LEN, HANDSHAKE_INIT_LEN, HANDSHAKE_RESP_LEN, TAG_LEN, TYPE_DATA,
-    TYPE_HANDSHAKE_INIT, TYPE_HANDSHAKE_RESP, VERSION,
+    ParseError, COOKIE_LEN, COOKIE_NONCE_LEN, COOKIE_REPLY_LEN, DATA_HEADER_LEN, HANDSHAKE_INIT_LEN,
+    HANDSHAKE_RESP_LEN, KEY_PHASE_MASK, RESET_TOKEN_LEN, STATELESS_RESET_LEN, TAG_LEN, TYPE_COOKIE_REPLY,
+    TYPE_DATA, TYPE_HANDSHAKE_INIT, TYPE_HANDSHAKE_RESP, TYPE_STATELESS_RESET, VERSION,
 };
 
 /// The clear-text header of a DATA packet.
@@ -14,16 +15,30 @@ pub struct DataHeader {
     pub path_id: u8,
     /// The low 32 bits of the packet number.
     pub truncated_pn: u32,
+    /// The low two bits of the key generation that sealed the packet.
+    pub key_phase: u8,
 }
 
 /// A parsed packet header. Handshake messages are returned whole; their Noise content is opened
 /// by the handshake code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Header<'a> {
-    /// Noise IK message 1 (after the type and version bytes).
+    /// Noise IK message 1 (after the type and version bytes), then `mac1` and `mac2`.
     HandshakeInit {
         /// The Noise message.
         noise: &'a [u8],
+    },
+    /// The server's cookie, sealed to the client's last `mac1`.
+    CookieReply {
+        /// XChaCha20-Poly1305 nonce.
+        nonce: &'a [u8; COOKIE_NONCE_LEN],
+        /// The sealed cookie and its tag.
+        sealed: &'a [u8; COOKIE_LEN + TAG_LEN],
+    },
+    /// A stateless reset.
+    StatelessReset {
+        /// The token that proves the server sent it.
+        token: &'a [u8; RESET_TOKEN_LEN],
     },
     /// Noise IK message 2, addressed to the client's session id.
     HandshakeResp {
@@ -48,7 +63,7 @@ pub fn parse(datagram: &[u8]) -> Result<Header<'_>, ParseError> {
             if datagram[1] != VERSION {
                 return Err(ParseError::UnsupportedVersion(datagram[1]));
             }
-            Ok(Header::HandshakeInit { noise: &datagram[2..] })
+            Ok(Header::HandshakeInit { noise: &datagram[2..super::MAC1_OFFSET] })
         }
         TYPE_HANDSHAKE_RESP => {
             if datagram.len() != HANDSHAKE_RESP_LEN {
@@ -57,7 +72,23 @@ pub fn parse(datagram: &[u8]) -> Result<Header<'_>, ParseError> {
             let session_id = u32::from_be_bytes(datagram[1..5].try_into().expect("4 bytes"));
             Ok(Header::HandshakeResp { session_id, noise: &datagram[5..] })
         }
-        TYPE_DATA => {
+        TYPE_COOKIE_REPLY => {
+            if datagram.len() != COOKIE_REPLY_LEN {
+                return Err(ParseError::Truncated);
+            }
+            let (nonce, sealed) = datagram[1..].split_at(COOKIE_NONCE_LEN);
+            Ok(Header::CookieReply {
+                nonce: nonce.try_into().expect("exact length checked"),
+                sealed: sealed.try_into().expect("exact length checked"),
+            })
+        }
+        TYPE_STATELESS_RESET => {
+            if datagram.len() != STATELESS_RESET_LEN {
+                return Err(ParseError::Truncated);
+            }
+            Ok(Header::StatelessReset { token: datagram[1..].try_into().expect("exact length checked") })
+        }
+        ty if ty & !KEY_PHASE_MASK == TYPE_DATA => {
             // At least one byte of frames, plus the tag.
             if datagram.len() < DATA_HEADER_LEN + 1 + TAG_LEN {
                 return Err(ParseError::Truncated);
@@ -66,6 +97,7 @@ pub fn parse(datagram: &[u8]) -> Result<Header<'_>, ParseError> {
                 session_id: u32::from_be_bytes(datagram[1..5].try_into().expect("4 bytes")),
                 path_id: datagram[5],
                 truncated_pn: u32::from_be_bytes(datagram[6..10].try_into().expect("4 bytes")),
+                key_phase: ty & KEY_PHASE_MASK,
             }))
         }
         other => Err(ParseError::UnknownPacketType(other)),
@@ -75,7 +107,7 @@ pub fn parse(datagram: &[u8]) -> Result<Header<'_>, ParseError> {
 impl DataHeader {
     /// Writes the header into the first [`DATA_HEADER_LEN`] bytes of `buf`.
     pub fn write(&self, buf: &mut [u8]) {
-        buf[0] = TYPE_DATA;
+        buf[0] = TYPE_DATA | (self.key_phase & KEY_PHASE_MASK);
         buf[1..5].copy_from_slice(&self.session_id.to_be_bytes());
         buf[5] = self.path_id;
         buf[6..10].copy_from_slice(&self.truncated_pn.to_be_bytes());
@@ -105,10 +137,15 @@ mod tests {
 
     #[test]
     fn data_header_round_trip() {
-        let h = DataHeader { session_id: 0xdead_beef, path_id: 7, truncated_pn: 42 };
+        for key_phase in 0..4 {
+            let h = DataHeader { session_id: 0xdead_beef, path_id: 7, truncated_pn: 42, key_phase };
+            let mut buf = vec![0u8; DATA_HEADER_LEN + 1 + TAG_LEN];
+            h.write(&mut buf);
+            assert_eq!(parse(&buf), Ok(Header::Data(h)));
+        }
+        let h = DataHeader { session_id: 1, path_id: 7, truncated_pn: 42, key_phase: 0 };
         let mut buf = vec![0u8; DATA_HEADER_LEN + 1 + TAG_LEN];
         h.write(&mut buf);
-        assert_eq!(parse(&buf), Ok(Header::Data(h)));
         assert_eq!(parse(&buf[..DATA_HEADER_LEN + TAG_LEN]), Err(ParseError::Truncated));
     }
 
@@ -124,6 +161,14 @@ mod tests {
         init[1] = 9;
         assert_eq!(parse(&init), Err(ParseError::UnsupportedVersion(9)));
         assert_eq!(parse(&[0x77]), Err(ParseError::UnknownPacketType(0x77)));
+        let mut reset = vec![TYPE_STATELESS_RESET; STATELESS_RESET_LEN];
+        assert!(matches!(parse(&reset), Ok(Header::StatelessReset { .. })));
+        reset.push(0);
+        assert_eq!(parse(&reset), Err(ParseError::Truncated));
+        let mut cookie = vec![TYPE_COOKIE_REPLY; COOKIE_REPLY_LEN];
+        assert!(matches!(parse(&cookie), Ok(Header::CookieReply { .. })));
+        cookie.pop();
+        assert_eq!(parse(&cookie), Err(ParseError::Truncated));
         assert_eq!(parse(&[]), Err(ParseError::Truncated));
     }
 

@@ -3,14 +3,26 @@
 //! A braid datagram is one UDP payload. Its first byte is the packet type:
 //!
 //! ```text
-//! HANDSHAKE_INIT  client -> server   [0x01][version][Noise IK message 1 ...]
+//! HANDSHAKE_INIT  client -> server   [0x01][version][Noise IK message 1 ...][mac1: 16][mac2: 16]
 //! HANDSHAKE_RESP  server -> client   [0x02][client session id: u32][Noise IK message 2 ...]
-//! DATA            either way         [0x03][receiver session id: u32][path id: u8][packet number: u32]
+//! COOKIE_REPLY    server -> client   [0x04][nonce: 24][sealed cookie: 16][tag: 16]
+//! STATELESS_RESET server -> client   [0x05][reset token: 16]
+//! DATA            either way         [0x10 | key phase: 2 bits][receiver session id: u32]
+//!                                    [path id: u8][packet number: u32]
 //!                                    [AEAD ciphertext of frames ...][tag: 16]
 //! ```
 //!
 //! The DATA header (10 bytes) is the AEAD's associated data; the nonce is built from the path id
 //! and the full packet number, so a packet is bound to its path and cannot be replayed on another.
+//! The key phase (the low two bits of the type byte, RFC 9001 §6's key phase widened to two
+//! bits so that the previous, current and next keys are told apart without trial decryption)
+//! says which generation of packet keys sealed it (see `crypto::keyupdate`).
+//!
+//! `mac1` and `mac2` are WireGuard's (whitepaper §5.4.4): `mac1` is keyed by the server's public
+//! key, so the server drops junk before any public-key work; `mac2` is keyed by a cookie that
+//! proves the sender's address, demanded only when the server is under load (see
+//! `crypto::cookie`). A STATELESS_RESET ends a session the server no longer knows (RFC 9000
+//! §10.3): its token was given to the client, sealed, in HANDSHAKE_RESP.
 //! Frames are parsed with checked readers: a malformed packet is rejected with a reason, never a
 //! panic (see `fuzz/` for the fuzz target over [`header::parse`] and [`frame::Frames`]).
 
@@ -22,14 +34,20 @@ pub use frame::{AckFrame, Frame, Frames, PathStatusKind};
 pub use header::{DataHeader, Header};
 
 /// Protocol version carried in HANDSHAKE_INIT.
-pub const VERSION: u8 = 2;
+pub const VERSION: u8 = 3;
 
 /// Packet type of the client's first handshake message.
 pub const TYPE_HANDSHAKE_INIT: u8 = 0x01;
 /// Packet type of the server's handshake answer.
 pub const TYPE_HANDSHAKE_RESP: u8 = 0x02;
-/// Packet type of every packet after the handshake.
-pub const TYPE_DATA: u8 = 0x03;
+/// Packet type of the server's cookie reply (under load: "prove your address first").
+pub const TYPE_COOKIE_REPLY: u8 = 0x04;
+/// Packet type of a stateless reset (a packet for a session the server does not know).
+pub const TYPE_STATELESS_RESET: u8 = 0x05;
+/// Packet type of every packet after the handshake, with the key phase in its low two bits.
+pub const TYPE_DATA: u8 = 0x10;
+/// The bits of a DATA type byte that carry the key phase.
+pub const KEY_PHASE_MASK: u8 = 0x03;
 
 /// Bytes of a DATA header: type, session id, path id, truncated packet number.
 pub const DATA_HEADER_LEN: usize = 1 + 4 + 1 + 4;
@@ -40,12 +58,30 @@ pub const DATA_OVERHEAD: usize = DATA_HEADER_LEN + TAG_LEN;
 
 /// Noise IK message 1 payload: client session id + timestamp + preferred cipher.
 pub const HANDSHAKE_INIT_PAYLOAD_LEN: usize = 4 + 8 + 1;
+/// Bytes of each of the two MACs that end HANDSHAKE_INIT.
+pub const MAC_LEN: usize = 16;
 /// Full HANDSHAKE_INIT datagram length.
-pub const HANDSHAKE_INIT_LEN: usize = 2 + 32 + 48 + HANDSHAKE_INIT_PAYLOAD_LEN + 16;
-/// Noise IK message 2 payload: status byte + server session id + agreed cipher.
-pub const HANDSHAKE_RESP_PAYLOAD_LEN: usize = 1 + 4 + 1;
+pub const HANDSHAKE_INIT_LEN: usize = 2 + 32 + 48 + HANDSHAKE_INIT_PAYLOAD_LEN + 16 + 2 * MAC_LEN;
+/// Where `mac1` starts in HANDSHAKE_INIT (it covers everything before it).
+pub const MAC1_OFFSET: usize = HANDSHAKE_INIT_LEN - 2 * MAC_LEN;
+/// Where `mac2` starts in HANDSHAKE_INIT (it covers everything before it, `mac1` included).
+pub const MAC2_OFFSET: usize = HANDSHAKE_INIT_LEN - MAC_LEN;
+/// Bytes of a stateless reset token.
+pub const RESET_TOKEN_LEN: usize = 16;
+/// Noise IK message 2 payload: status byte + server session id + agreed cipher + the token
+/// that authenticates a stateless reset of this session.
+pub const HANDSHAKE_RESP_PAYLOAD_LEN: usize = 1 + 4 + 1 + RESET_TOKEN_LEN;
 /// Full HANDSHAKE_RESP datagram length (always smaller than the INIT it answers).
 pub const HANDSHAKE_RESP_LEN: usize = 1 + 4 + 32 + HANDSHAKE_RESP_PAYLOAD_LEN + 16;
+
+/// Nonce bytes of a cookie reply (XChaCha20-Poly1305).
+pub const COOKIE_NONCE_LEN: usize = 24;
+/// Bytes of a cookie.
+pub const COOKIE_LEN: usize = 16;
+/// Full COOKIE_REPLY datagram length (smaller than the HANDSHAKE_INIT it answers).
+pub const COOKIE_REPLY_LEN: usize = 1 + COOKIE_NONCE_LEN + COOKIE_LEN + TAG_LEN;
+/// Full STATELESS_RESET datagram length (smaller than any DATA packet that can cause it).
+pub const STATELESS_RESET_LEN: usize = 1 + RESET_TOKEN_LEN;
 
 /// The smallest UDP payload every path must carry; path probes are padded to it.
 pub const MIN_DATAGRAM: usize = 1200;
@@ -70,4 +106,7 @@ pub enum ParseError {
     Malformed(&'static str),
 }
 
+// No answer to an unauthenticated packet is larger than the packet that caused it.
 const _: () = assert!(HANDSHAKE_RESP_LEN < HANDSHAKE_INIT_LEN);
+const _: () = assert!(COOKIE_REPLY_LEN < HANDSHAKE_INIT_LEN);
+const _: () = assert!(STATELESS_RESET_LEN < DATA_OVERHEAD + 1);

@@ -1,0 +1,394 @@
+//! The server's front door: admits configured client keys, creates sessions, routes every later
+//! datagram to its session by the session id in its header, and answers packets of sessions it
+//! does not know with a stateless reset.
+//!
+//! A HANDSHAKE_INIT passes, in order, checks that cost nothing like a Diffie-Hellman
+//! (WireGuard's order, whitepaper §5.4.4 and §5.4.7):
+//!
+//! 1. exact length and version (the header parser);
+//! 2. `mac1`, keyed by our public key: junk and messages for another server stop here;
+//! 3. the replay table ([`recent`]): a message seen in the last two minutes is answered from
+//!    the table (its session, or its refusal) or dropped;
+//! 4. under load (many handshakes in progress), `mac2`: without a cookie for its source the
+//!    sender gets a COOKIE_REPLY, smaller than its message, and no public-key work;
+//! 5. the per-source rate limit ([`ratelimit`]: 20 a second, bursts of 5, per host);
+//! 6. the bound on handshakes in progress.
+//!
+//! Then it becomes a [`HandshakeJob`] that the driver runs off the data path and hands back
+//! to [`Endpoint::complete`]. Sessions are handed to the driver when created (one driver per
+//! session); the endpoint keeps only the routing table.
+
+pub mod job;
+pub mod ratelimit;
+pub mod recent;
+
+use crate::config::ServerConfig;
+use crate::crypto::cookie::{mac1_of, CookieChecker};
+use crate::crypto::reset::ResetKey;
+use crate::crypto::{PublicKey, Seed};
+use crate::session::{DropReason, Session};
+use crate::time::Timestamp;
+use crate::wire::{self, Header, HANDSHAKE_INIT_LEN, STATELESS_RESET_LEN, TYPE_STATELESS_RESET};
+use job::Verdict;
+pub use job::{HandshakeJob, HandshakeOutcome};
+use rand_chacha::ChaCha20Rng;
+use rand_core::RngCore;
+use ratelimit::{RateLimiter, MAX_SOURCES};
+use recent::{Recent, Seen};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Handshakes in progress (jobs out) at most; more are dropped.
+pub const MAX_IN_PROGRESS: usize = 1024;
+/// From this many handshakes in progress the server is under load and demands cookies.
+pub const LOAD_THRESHOLD: usize = MAX_IN_PROGRESS / 8;
+/// Load is remembered this long after it fell (WireGuard: 1 s), so the cookie demand does not
+/// flap.
+const LOAD_MEMORY: Duration = Duration::from_secs(1);
+/// Handshakes started per source host and second, and their burst (WireGuard's values).
+const HANDSHAKES_PER_SECOND: f64 = 20.0;
+const HANDSHAKE_BURST: f64 = 5.0;
+/// Answers to unauthenticated packets (cookie replies, resets, repeated refusals) per source.
+const REPLIES_PER_SECOND: f64 = 20.0;
+const REPLY_BURST: f64 = 5.0;
+/// Refusals written (two Diffie-Hellman operations each) per second, all sources.
+const REFUSALS_PER_SECOND: f64 = 10.0;
+/// The one bucket of refusals: every source shares it.
+const EVERY_SOURCE: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), 0);
+/// At most one log line per this interval for refused keys.
+const REFUSAL_LOG_EVERY: Duration = Duration::from_secs(10);
+
+/// What the driver does with a datagram the endpoint looked at.
+#[derive(Debug)]
+pub enum DatagramEvent {
+    /// Give it to the session with this id.
+    Route(u32),
+    /// Run this job off the data path, then give its outcome to [`Endpoint::complete`].
+    Handshake(Box<HandshakeJob>),
+    /// A client was admitted: the driver now owns this session (its first `poll_transmit`
+    /// answers the handshake). `replaces` is the id of an older session of the same client
+    /// key, which the driver should close.
+    Accepted {
+        /// The new session.
+        session: Box<Session>,
+        /// The previous session of this client, if any.
+        replaces: Option<u32>,
+    },
+    /// Send these bytes back to the sender (a refusal, a cookie reply or a stateless reset,
+    /// each smaller than what it sent).
+    Respond(Vec<u8>),
+    /// Dropped for this reason.
+    Dropped(DropReason),
+}
+
+/// Answers the endpoint sent to unauthenticated packets, by kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Replies {
+    /// COOKIE_REPLY (under load).
+    pub cookies: u64,
+    /// STATELESS_RESET (unknown session).
+    pub resets: u64,
+    /// Refusals of keys that are not admitted.
+    pub refusals: u64,
+}
+
+#[derive(Debug, Clone)]
+struct Known {
+    client: PublicKey,
+}
+
+/// Log lines about refused keys, at most one per interval, counting what was left out.
+#[derive(Debug, Default)]
+struct RefusalLog {
+    last: Option<Timestamp>,
+    suppressed: u64,
+}
+
+/// The server endpoint.
+#[derive(Debug)]
+pub struct Endpoint {
+    config: Arc<ServerConfig>,
+    session_config: Arc<crate::SessionConfig>,
+    sessions: HashMap<u32, Known>,
+    by_client: HashMap<PublicKey, u32>,
+    /// Highest handshake timestamp accepted per client key (outlives sessions).
+    last_timestamp: HashMap<PublicKey, u64>,
+    rng: ChaCha20Rng,
+    cookies: CookieChecker,
+    reset_key: ResetKey,
+    recent: Recent,
+    handshakes: RateLimiter,
+    replies: RateLimiter,
+    refusals: RateLimiter,
+    /// Session ids handed to jobs in progress.
+    reserved: HashSet<u32>,
+    under_load_until: Option<Timestamp>,
+    refusal_log: RefusalLog,
+    /// Datagrams dropped before reaching a session, by reason.
+    pub dropped: BTreeMap<DropReason, u64>,
+    /// Answers sent to unauthenticated packets.
+    pub replied: Replies,
+}
+
+impl Endpoint {
+    /// An endpoint with `config`; `seed` feeds every random choice (the daemon: 32 bytes from
+    /// the OS).
+    pub fn new(config: ServerConfig, seed: Seed) -> Self {
+        let public = config.secret.public_key();
+        Endpoint {
+            session_config: Arc::new(config.session.clone()),
+            cookies: CookieChecker::new(&public),
+            reset_key: ResetKey::new(&config.secret),
+            config: Arc::new(config),
+            sessions: HashMap::new(),
+            by_client: HashMap::new(),
+            last_timestamp: HashMap::new(),
+            rng: seed.rng(),
+            recent: Recent::default(),
+            handshakes: RateLimiter::new(HANDSHAKES_PER_SECOND, HANDSHAKE_BURST, MAX_SOURCES),
+            replies: RateLimiter::new(REPLIES_PER_SECOND, REPLY_BURST, MAX_SOURCES),
+            refusals: RateLimiter::new(REFUSALS_PER_SECOND, REFUSALS_PER_SECOND, 1),
+            reserved: HashSet::new(),
+            under_load_until: None,
+            refusal_log: RefusalLog::default(),
+            dropped: BTreeMap::new(),
+            replied: Replies::default(),
+        }
+    }
+
+    /// Sessions currently routed.
+    pub fn session_count(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// Handshakes whose job is out.
+    pub fn handshakes_in_progress(&self) -> usize {
+        self.reserved.len()
+    }
+
+    /// The client key of a session.
+    pub fn client_of(&self, session: u32) -> Option<PublicKey> {
+        self.sessions.get(&session).map(|k| k.client)
+    }
+
+    fn drop(&mut self, reason: DropReason) -> DatagramEvent {
+        *self.dropped.entry(reason).or_insert(0) += 1;
+        DatagramEvent::Dropped(reason)
+    }
+
+    /// Looks at a received datagram.
+    pub fn handle(
+        &mut self,
+        now: Timestamp,
+        local: Option<SocketAddr>,
+        remote: SocketAddr,
+        data: &[u8],
+    ) -> DatagramEvent {
+        match wire::header::parse(data) {
+            Err(_) => self.drop(DropReason::Malformed),
+            Ok(Header::Data(h)) => {
+                if self.sessions.contains_key(&h.session_id) {
+                    DatagramEvent::Route(h.session_id)
+                } else {
+                    self.on_unknown_session(now, remote, h.session_id, data.len())
+                }
+            }
+            Ok(Header::HandshakeResp { .. } | Header::CookieReply { .. } | Header::StatelessReset { .. }) => {
+                self.drop(DropReason::UnexpectedHandshake)
+            }
+            Ok(Header::HandshakeInit { .. }) => self.on_init(now, local, remote, data),
+        }
+    }
+
+    /// RFC 9000 §10.3: a packet for a session we do not know gets a stateless reset the client
+    /// can authenticate, smaller than the packet, within the per-source reply limit.
+    fn on_unknown_session(
+        &mut self,
+        now: Timestamp,
+        remote: SocketAddr,
+        id: u32,
+        len: usize,
+    ) -> DatagramEvent {
+        *self.dropped.entry(DropReason::UnknownSession).or_insert(0) += 1;
+        if len <= STATELESS_RESET_LEN || !self.replies.allow(now, remote) {
+            return DatagramEvent::Dropped(DropReason::UnknownSession);
+        }
+        self.replied.resets += 1;
+        let mut reset = vec![TYPE_STATELESS_RESET; STATELESS_RESET_LEN];
+        reset[1..].copy_from_slice(&self.reset_key.token(id));
+        DatagramEvent::Respond(reset)
+    }
+
+    fn under_load(&mut self, now: Timestamp) -> bool {
+        if self.reserved.len() >= LOAD_THRESHOLD {
+            self.under_load_until = Some(now + LOAD_MEMORY);
+        }
+        self.under_load_until.is_some_and(|t| now < t)
+    }
+
+    fn on_init(
+        &mut self,
+        now: Timestamp,
+        local: Option<SocketAddr>,
+        remote: SocketAddr,
+        data: &[u8],
+    ) -> DatagramEvent {
+        debug_assert_eq!(data.len(), HANDSHAKE_INIT_LEN);
+        if !self.cookies.mac1_ok(data) {
+            return self.drop(DropReason::BadMac);
+        }
+        let fingerprint = mac1_of(data);
+        match self.recent.get(now, &fingerprint).cloned() {
+            None => {}
+            Some(Seen::Session(id)) if self.sessions.contains_key(&id) => {
+                // A retransmission: the session answers again, within the reply limit.
+                if !self.replies.allow(now, remote) {
+                    return self.drop(DropReason::RateLimited);
+                }
+                return DatagramEvent::Route(id);
+            }
+            Some(Seen::Refused(Some(answer))) => {
+                *self.dropped.entry(DropReason::Refused).or_insert(0) += 1;
+                if !self.replies.allow(now, remote) {
+                    return DatagramEvent::Dropped(DropReason::Refused);
+                }
+                self.replied.refusals += 1;
+                return DatagramEvent::Respond(answer.to_vec());
+            }
+            Some(Seen::Refused(None)) => return self.drop(DropReason::Refused),
+            Some(Seen::Pending) => return self.drop(DropReason::DuplicateHandshake),
+            Some(Seen::Session(_) | Seen::Failed) => return self.drop(DropReason::StaleHandshake),
+        }
+        if self.under_load(now) && !self.cookies.mac2_ok(now, data, remote) {
+            if !self.replies.allow(now, remote) {
+                return self.drop(DropReason::RateLimited);
+            }
+            self.replied.cookies += 1;
+            *self.dropped.entry(DropReason::CookieNeeded).or_insert(0) += 1;
+            return DatagramEvent::Respond(self.cookies.reply(now, &mut self.rng, data, remote).to_vec());
+        }
+        if !self.handshakes.allow(now, remote) {
+            return self.drop(DropReason::RateLimited);
+        }
+        if self.reserved.len() >= MAX_IN_PROGRESS {
+            return self.drop(DropReason::Overloaded);
+        }
+        let mut session_id = self.rng.next_u32();
+        while session_id == 0
+            || self.sessions.contains_key(&session_id)
+            || self.reserved.contains(&session_id)
+        {
+            session_id = self.rng.next_u32();
+        }
+        self.reserved.insert(session_id);
+        self.recent.insert(now, fingerprint, Seen::Pending);
+        let may_refuse = self.refusals.allow(now, EVERY_SOURCE);
+        DatagramEvent::Handshake(Box::new(HandshakeJob {
+            config: self.config.clone(),
+            remote,
+            local,
+            init: data.to_vec(),
+            fingerprint,
+            session_id,
+            reset_token: self.reset_key.token(session_id),
+            seed: Seed::draw(&mut self.rng),
+            may_refuse,
+        }))
+    }
+
+    /// [`Endpoint::handle`] with the public-key work of a handshake done at once, in line: for
+    /// the simulator and tests, where determinism matters more than the data path's latency.
+    pub fn handle_inline(
+        &mut self,
+        now: Timestamp,
+        local: Option<SocketAddr>,
+        remote: SocketAddr,
+        data: &[u8],
+    ) -> DatagramEvent {
+        match self.handle(now, local, remote, data) {
+            DatagramEvent::Handshake(job) => self.complete(now, job.run()),
+            other => other,
+        }
+    }
+
+    /// Takes the outcome of a [`HandshakeJob`]: a new session, a refusal to send, or a drop.
+    pub fn complete(&mut self, now: Timestamp, outcome: HandshakeOutcome) -> DatagramEvent {
+        let HandshakeOutcome { job, verdict } = outcome;
+        self.reserved.remove(&job.session_id);
+        match verdict {
+            Verdict::Undecryptable => {
+                self.recent.insert(now, job.fingerprint, Seen::Failed);
+                self.drop(DropReason::HandshakeDecrypt)
+            }
+            Verdict::Refused { client, response } => {
+                self.log_refusal(now, client, job.remote);
+                *self.dropped.entry(DropReason::Refused).or_insert(0) += 1;
+                let answer: Option<Arc<[u8]>> = response.map(Arc::from);
+                self.recent.insert(now, job.fingerprint, Seen::Refused(answer.clone()));
+                match answer {
+                    Some(a) => {
+                        self.replied.refusals += 1;
+                        DatagramEvent::Respond(a.to_vec())
+                    }
+                    None => DatagramEvent::Dropped(DropReason::Refused),
+                }
+            }
+            Verdict::Admitted { client, timestamp, client_session, response, keys } => {
+                if self.last_timestamp.get(&client).is_some_and(|l| timestamp <= *l) {
+                    self.recent.insert(now, job.fingerprint, Seen::Failed);
+                    return self.drop(DropReason::StaleHandshake);
+                }
+                let id = job.session_id;
+                let session = Session::accept(
+                    self.session_config.clone(),
+                    now,
+                    job.local,
+                    job.remote,
+                    Seed::draw(&mut self.rng),
+                    (id, client_session),
+                    *keys,
+                    client,
+                    job.init,
+                    response,
+                );
+                let replaces = self.by_client.insert(client, id);
+                if let Some(old) = replaces {
+                    self.sessions.remove(&old);
+                }
+                self.sessions.insert(id, Known { client });
+                self.last_timestamp.insert(client, timestamp);
+                self.recent.insert(now, job.fingerprint, Seen::Session(id));
+                tracing::info!(%client, remote = %job.remote, session = id, "session accepted");
+                DatagramEvent::Accepted { session: Box::new(session), replaces }
+            }
+        }
+    }
+
+    fn log_refusal(&mut self, now: Timestamp, client: PublicKey, remote: SocketAddr) {
+        let log = &mut self.refusal_log;
+        if log.last.is_some_and(|t| now < t + REFUSAL_LOG_EVERY) {
+            log.suppressed += 1;
+            return;
+        }
+        let suppressed = std::mem::take(&mut log.suppressed);
+        log.last = Some(now);
+        tracing::info!(
+            %client,
+            %remote,
+            suppressed,
+            "refused handshake from a key that is not admitted (at most one such line per 10 s; \
+             `suppressed` counts the others)"
+        );
+    }
+
+    /// Forgets a session that ended: its packets now get a stateless reset.
+    pub fn forget(&mut self, id: u32) {
+        if let Some(k) = self.sessions.remove(&id) {
+            if self.by_client.get(&k.client) == Some(&id) {
+                self.by_client.remove(&k.client);
+            }
+        }
+    }
+}
