@@ -332,6 +332,8 @@ impl<R: Role> Driver<R> {
         match e {
             Event::Connected => {
                 tracing::info!(session = self.session.id(), peer = %self.peer_label, "session established");
+                // The status says so at once, not at the next periodic refresh.
+                self.publish();
                 let waiting: Vec<AppMsg> = self.pending_opens.drain(..).collect();
                 for m in waiting {
                     self.on_app(now, m);

@@ -5,6 +5,8 @@
 //! (what received frames do), `paths` (joining, validation, blackout), `timers`.
 
 mod frames;
+#[cfg(feature = "fuzzing")]
+mod fuzzing;
 mod monitoring;
 pub mod paths;
 mod pinned;
