@@ -61,6 +61,8 @@ pub struct SessionSection {
     blackout_freeze: Option<bool>,
     loss_discrimination: Option<bool>,
     cipher: Option<Parsed<Cipher>>,
+    key_update_packets: Option<u64>,
+    key_update_interval: Option<DurationText>,
 }
 
 impl SessionSection {
@@ -113,6 +115,18 @@ impl SessionSection {
         }
         if let Some(v) = &self.cipher {
             c.cipher = v.0;
+        }
+        if let Some(v) = self.key_update_packets {
+            if v == 0 {
+                return Err("session.key_update_packets: must be at least 1".into());
+            }
+            c.key_update.packets = Some(v);
+        }
+        if let Some(v) = self.key_update_interval {
+            if v.0 < std::time::Duration::from_secs(1) {
+                return Err(format!("session.key_update_interval: {:?} is shorter than 1s", v.0));
+            }
+            c.key_update.interval = v.0;
         }
         Ok(())
     }

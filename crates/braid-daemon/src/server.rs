@@ -209,13 +209,13 @@ impl EndpointLoop {
                             let _ = s.inbox.try_send(v);
                         }
                     }
-                    me.board.set_endpoint_dropped(&endpoint.dropped);
+                    me.board.set_endpoint(&endpoint);
                 }
                 Some(outcome) = ch.done_rx.recv() => {
                     let (from, local) = (outcome.remote(), outcome.local());
                     let ev = endpoint.complete(me.now(), outcome);
                     me.act(ev, from, local).await;
-                    me.board.set_endpoint_dropped(&endpoint.dropped);
+                    me.board.set_endpoint(&endpoint);
                 }
                 Some(id) = ch.ended_rx.recv() => {
                     me.sessions.remove(&id);

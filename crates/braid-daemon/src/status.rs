@@ -9,7 +9,7 @@ use axum::response::{Html, IntoResponse};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use braid_core::scheduler::Kind;
-use braid_core::{DropReason, Session};
+use braid_core::Session;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -82,6 +82,9 @@ pub struct SessionStatus {
     /// The packet AEAD agreed in the handshake (empty before it).
     #[serde(default)]
     pub cipher: String,
+    /// Generation of the packet keys (key updates so far).
+    #[serde(default)]
+    pub key_phase: u64,
     /// Open streams.
     pub streams: usize,
     /// Paths.
@@ -105,6 +108,13 @@ pub struct Status {
     pub sessions: Vec<SessionStatus>,
     /// Datagrams dropped before reaching a session (server), by reason.
     pub endpoint_dropped: BTreeMap<String, u64>,
+    /// Answers the server sent to unauthenticated packets: cookie replies (under load),
+    /// stateless resets (packets of sessions it does not know), refusals (keys not admitted).
+    #[serde(default)]
+    pub endpoint_replies: BTreeMap<String, u64>,
+    /// Handshakes waiting for their public-key work (server).
+    #[serde(default)]
+    pub handshakes_in_progress: usize,
     /// What the daemon is doing when it has no session (client: "connecting", "retrying").
     pub note: Option<String>,
 }
@@ -144,10 +154,15 @@ impl StatusBoard {
         self.inner.write().unwrap_or_else(|e| e.into_inner()).sessions.retain(|s| s.id != id);
     }
 
-    /// Sets the endpoint drop counters.
-    pub fn set_endpoint_dropped(&self, d: &BTreeMap<DropReason, u64>) {
-        self.inner.write().unwrap_or_else(|e| e.into_inner()).endpoint_dropped =
-            d.iter().map(|(r, n)| (r.label().to_string(), *n)).collect();
+    /// Sets the endpoint's counters: drops by reason, answers by kind, handshakes in progress.
+    pub fn set_endpoint(&self, e: &braid_core::Endpoint) {
+        let mut st = self.inner.write().unwrap_or_else(|e| e.into_inner());
+        st.endpoint_dropped = e.dropped.iter().map(|(r, n)| (r.label().to_string(), *n)).collect();
+        let r = e.replied;
+        st.endpoint_replies = [("cookie", r.cookies), ("reset", r.resets), ("refusal", r.refusals)]
+            .map(|(k, n)| (k.to_string(), n))
+            .into();
+        st.handshakes_in_progress = e.handshakes_in_progress();
     }
 
     /// Sets the note.
@@ -244,6 +259,7 @@ pub fn session_status(
         established: s.is_established(),
         scheduler: s.scheduler_name().into(),
         cipher: s.cipher().map_or("", |c| c.name()).into(),
+        key_phase: s.key_phase(),
         streams: s.stream_count(),
         paths,
         dropped: s.stats().dropped.iter().map(|(r, n)| (r.label().to_string(), *n)).collect(),
@@ -295,6 +311,15 @@ pub fn prometheus(st: &Status) -> String {
             }
         }
     }
+    let _ = writeln!(o, "# HELP braid_key_phase Generation of a session's packet keys (key updates so far).\n# TYPE braid_key_phase gauge");
+    for s in &st.sessions {
+        let _ = writeln!(o, "braid_key_phase{{session=\"{}\"}} {}", s.id, s.key_phase);
+    }
+    let _ = writeln!(o, "# HELP braid_endpoint_replies_total Answers to unauthenticated packets, by kind.\n# TYPE braid_endpoint_replies_total counter");
+    for (k, n) in &st.endpoint_replies {
+        let _ = writeln!(o, "braid_endpoint_replies_total{{kind=\"{k}\"}} {n}");
+    }
+    let _ = writeln!(o, "# HELP braid_handshakes_in_progress Handshakes waiting for their public-key work.\n# TYPE braid_handshakes_in_progress gauge\nbraid_handshakes_in_progress {}", st.handshakes_in_progress);
     let _ = writeln!(o, "# HELP braid_streams Open streams.\n# TYPE braid_streams gauge");
     for s in &st.sessions {
         let _ = writeln!(o, "braid_streams{{session=\"{}\"}} {}", s.id, s.streams);
@@ -371,7 +396,13 @@ mod tests {
         };
         let st = Status {
             role: "client".into(),
-            sessions: vec![SessionStatus { id: 5, paths: vec![path], ..SessionStatus::default() }],
+            sessions: vec![SessionStatus {
+                id: 5,
+                paths: vec![path],
+                key_phase: 3,
+                ..SessionStatus::default()
+            }],
+            endpoint_replies: [("reset".to_string(), 2)].into(),
             ..Status::default()
         };
         let text = prometheus(&st);
@@ -381,5 +412,7 @@ mod tests {
         assert!(text.contains(&format!("braid_path_lost_packets_total{labels} 7")), "{text}");
         assert!(text.contains("# TYPE braid_path_mtu_bytes gauge"));
         assert!(text.contains("braid_sessions 1"));
+        assert!(text.contains("braid_key_phase{session=\"5\"} 3"), "{text}");
+        assert!(text.contains("braid_endpoint_replies_total{kind=\"reset\"} 2"), "{text}");
     }
 }

@@ -68,8 +68,8 @@ pub fn table(st: &Status) -> String {
     }
     for s in &st.sessions {
         o += &format!(
-            "session {} — {} — scheduler {} — {} — {} streams\n",
-            s.id, s.peer, s.scheduler, s.cipher, s.streams
+            "session {} — {} — scheduler {} — {} (key phase {}) — {} streams\n",
+            s.id, s.peer, s.scheduler, s.cipher, s.key_phase, s.streams
         );
         o += &format!(
             "  {:<4} {:<22} {:<8} {:>9} {:>14} {:>14} {:>7} {:>7} {:>5}\n",
