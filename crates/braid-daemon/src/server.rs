@@ -129,6 +129,9 @@ struct EndpointLoop {
     drivers: JoinSet<()>,
     ended_tx: mpsc::UnboundedSender<u32>,
     jobs: mpsc::Sender<Box<HandshakeJob>>,
+    /// When the endpoint's counters were last published (at most every 100 ms: under a flood
+    /// every datagram may come in a batch of its own).
+    published: Option<Instant>,
 }
 
 /// Runs handshake jobs one after another until the endpoint loop goes away.
@@ -165,6 +168,7 @@ impl EndpointLoop {
             drivers: JoinSet::new(),
             ended_tx,
             jobs,
+            published: None,
         };
         (me, EndpointChannels { ended_rx, done_rx })
     }
@@ -182,8 +186,10 @@ impl EndpointLoop {
         mut shutdown: oneshot::Receiver<()>,
     ) -> Result<(), Failure> {
         let mut receiver = crate::udp::Receiver::new(&me.link);
+        let mut tick = tokio::time::interval(Duration::from_millis(500));
         loop {
             tokio::select! {
+                _ = tick.tick() => me.publish(&endpoint),
                 batch = receiver.next(&me.link) => {
                     let Some(batch) = batch else {
                         return Err(Failure::Other(format!("the UDP socket on {} failed", me.link.local)));
@@ -209,13 +215,13 @@ impl EndpointLoop {
                             let _ = s.inbox.try_send(v);
                         }
                     }
-                    me.board.set_endpoint(&endpoint);
+                    me.publish(&endpoint);
                 }
                 Some(outcome) = ch.done_rx.recv() => {
                     let (from, local) = (outcome.remote(), outcome.local());
                     let ev = endpoint.complete(me.now(), outcome);
                     me.act(ev, from, local).await;
-                    me.board.set_endpoint(&endpoint);
+                    me.publish(&endpoint);
                 }
                 Some(id) = ch.ended_rx.recv() => {
                     me.sessions.remove(&id);
@@ -229,6 +235,13 @@ impl EndpointLoop {
 
     fn now(&self) -> Timestamp {
         Timestamp::from_duration(self.epoch.elapsed())
+    }
+
+    fn publish(&mut self, endpoint: &Endpoint) {
+        if self.published.is_none_or(|t| t.elapsed() >= Duration::from_millis(100)) {
+            self.published = Some(Instant::now());
+            self.board.set_endpoint(endpoint);
+        }
     }
 
     /// Carries out what the endpoint decided about a datagram from `from`.
