@@ -15,6 +15,7 @@ pub mod error;
 pub mod frontend;
 pub mod keyfile;
 pub mod netlink;
+pub mod ratelog;
 pub mod server;
 pub mod server_role;
 pub mod splice;

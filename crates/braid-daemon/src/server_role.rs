@@ -86,6 +86,7 @@ async fn resolve(target: &Target, policy: &EgressPolicy) -> Result<SocketAddr, (
             .map_err(|e| (Status::NotFound, format!("{n}: {e}")))?
             .collect(),
     };
+    policy.refresh().await;
     let mut why = format!("{target}: no address");
     for a in candidates {
         match policy.check(a.ip(), a.port()) {
