@@ -266,7 +266,7 @@ pub async fn start_client(settings: ClientSettings) -> Result<ClientHandle, Fail
     }
     let status_addr = match settings.status {
         Some(a) => {
-            let (bound, t) = status::serve(a, board.clone())
+            let (bound, t) = status::serve(a, board.clone(), settings.status_token_file.clone())
                 .await
                 .map_err(|e| Failure::Config(format!("cannot serve status on {a}: {e}")))?;
             tasks.push(t);

@@ -168,6 +168,7 @@ pub struct ServerFile {
     listen: Option<Parsed<SocketAddr>>,
     key: Option<PathBuf>,
     status: Option<Parsed<SocketAddr>>,
+    status_token_file: Option<PathBuf>,
     #[serde(default)]
     client: Vec<ClientEntry>,
     #[serde(default)]
@@ -195,6 +196,7 @@ pub struct ClientFile {
     max_connections: Option<usize>,
     socks_timeout: Option<DurationText>,
     status: Option<Parsed<SocketAddr>>,
+    status_token_file: Option<PathBuf>,
     #[serde(default)]
     session: SessionSection,
 }
@@ -279,6 +281,8 @@ pub struct ServerSettings {
     pub egress: EgressPolicy,
     /// Status and metrics HTTP address.
     pub status: Option<SocketAddr>,
+    /// Where the status port's control token goes (default: derived from the address).
+    pub status_token_file: Option<PathBuf>,
     /// Session tuning.
     pub session: SessionConfig,
 }
@@ -319,6 +323,8 @@ pub struct ClientSettings {
     pub socks_timeout: Duration,
     /// Status and metrics HTTP address.
     pub status: Option<SocketAddr>,
+    /// Where the status port's control token goes (default: derived from the address).
+    pub status_token_file: Option<PathBuf>,
     /// Session tuning.
     pub session: SessionConfig,
 }
@@ -341,6 +347,8 @@ pub struct ServerFlags {
     pub allow_private: bool,
     /// `--status`.
     pub status: Option<SocketAddr>,
+    /// `--status-token-file`.
+    pub status_token_file: Option<PathBuf>,
     /// `--scheduler`.
     pub scheduler: Option<Kind>,
     /// `--set KEY=VALUE` overrides of any file key.
@@ -366,6 +374,8 @@ pub struct ClientFlags {
     pub forwards: Vec<String>,
     /// `--status`.
     pub status: Option<SocketAddr>,
+    /// `--status-token-file`.
+    pub status_token_file: Option<PathBuf>,
     /// `--scheduler`.
     pub scheduler: Option<Kind>,
     /// `--set KEY=VALUE` overrides of any file key.
@@ -498,6 +508,7 @@ impl ServerSettings {
             clients,
             egress,
             status: flags.status.or(f.status.map(|p| p.0)),
+            status_token_file: flags.status_token_file.or(f.status_token_file),
             session,
         })
     }
@@ -568,6 +579,7 @@ impl ClientSettings {
             max_connections,
             socks_timeout: f.socks_timeout.map_or(DEFAULT_SOCKS_TIMEOUT, |d| d.0),
             status: flags.status.or(f.status.map(|p| p.0)),
+            status_token_file: flags.status_token_file.or(f.status_token_file),
             session,
         })
     }

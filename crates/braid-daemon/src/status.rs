@@ -1,6 +1,7 @@
 //! The status document and Prometheus metrics each daemon serves on its status port:
 //! `GET /status` (JSON), `GET /metrics` (Prometheus text), `GET /` (a small live page), and
-//! `POST /scheduler` (body: a scheduler name) to switch every session's scheduler live.
+//! `POST /scheduler` (body: a scheduler name) to switch every session's scheduler live. Every
+//! request passes [`crate::control`]'s guard first: changes need the daemon's token.
 
 use crate::frontend::FrontendStatus;
 pub use crate::metrics::prometheus;
@@ -15,6 +16,7 @@ use braid_core::Session;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Instant;
 use tokio::sync::watch;
@@ -297,11 +299,20 @@ async fn set_scheduler(State(b): State<StatusBoard>, body: String) -> (StatusCod
     }
 }
 
-/// Serves the status API on `addr` until the task is dropped; returns the bound address.
+/// Serves the status API on `addr` until the task is dropped; returns the bound address. The
+/// control token goes to `token_file` (default: [`crate::control::default_token_path`] of the
+/// bound address); the task owns the file and removes it when it is dropped.
 pub async fn serve(
     addr: SocketAddr,
     board: StatusBoard,
+    token_file: Option<PathBuf>,
 ) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
+    if !bound.ip().is_loopback() {
+        tracing::warn!(%bound, "the status port listens beyond loopback: whoever reaches it sees every session and path (changes still need the token)");
+    }
+    let (access, token) = crate::control::Access::start(bound, token_file);
     let app = Router::new()
         .route("/status", get(|State(b): State<StatusBoard>| async move { Json(b.snapshot()) }))
         .route(
@@ -313,10 +324,10 @@ pub async fn serve(
         )
         .route("/scheduler", post(set_scheduler))
         .route("/", get(|| async { Html(PAGE) }))
+        .layer(axum::middleware::from_fn_with_state(access, crate::control::guard))
         .with_state(board);
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    let bound = listener.local_addr()?;
     let task = tokio::spawn(async move {
+        let _token = token;
         let _ = axum::serve(listener, app).await;
     });
     Ok((bound, task))

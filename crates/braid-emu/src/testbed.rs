@@ -107,6 +107,7 @@ pub fn server_settings(keys: &Keys, session: SessionConfig, status: bool) -> Ser
         }],
         egress: EgressPolicy::open(),
         status: status.then(|| "127.0.0.1:0".parse().expect("literal")),
+        status_token_file: None,
         session,
     }
 }
@@ -140,6 +141,7 @@ pub fn client_settings(
         max_connections: cfg.max_connections,
         socks_timeout: cfg.socks_timeout,
         status: cfg.status.then(|| "127.0.0.1:0".parse().expect("literal")),
+        status_token_file: None,
         session: cfg.session.clone(),
     }
 }
