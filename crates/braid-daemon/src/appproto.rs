@@ -4,13 +4,17 @@
 //! ```text
 //! stream request  (client -> server, first bytes of a stream)
 //!     [0xB1][cmd: 1 = CONNECT][addr][port: u16]
+//!     [0xB1][cmd: 2 = UDP_OPEN][association: u32]
 //! stream reply    (server -> client, first bytes back)
 //!     [0xB1][status]          status: 0 ok, 1 denied, 2 refused, 3 unreachable, 4 timeout,
 //!                                     5 name not found, 6 limit, 7 bad request
-//! then the bytes of the TCP connection, both ways; FIN and reset map to the stream's.
+//! CONNECT: then the bytes of the TCP connection, both ways; FIN and reset map to the stream's.
+//! UDP_OPEN: no bytes follow either way; the association lives as long as the stream: when
+//! either side finishes or resets it (or the session ends), the association is gone.
 //!
 //! UDP datagram    (both ways)  [association: u32][addr][port: u16][payload]
-//!     client -> server: addr is the destination; server -> client: the source.
+//!     client -> server: addr is the destination; server -> client: the source. The server
+//!     takes datagrams only for associations opened by a UDP_OPEN stream that it answered Ok.
 //!
 //! addr: [1][4 bytes IPv4] | [4][16 bytes IPv6] | [3][len][name]
 //! ```
@@ -21,6 +25,7 @@ use std::net::{IpAddr, SocketAddr};
 
 const MAGIC: u8 = 0xB1;
 const CMD_CONNECT: u8 = 1;
+const CMD_UDP_OPEN: u8 = 2;
 
 /// Traffic class of TCP streams.
 pub const CLASS_STREAM: u8 = 0;
@@ -125,6 +130,15 @@ impl Target {
     }
 }
 
+/// What a stream asks of the server (its first bytes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Request {
+    /// A TCP connection to the target, carried by this stream.
+    Connect(Target),
+    /// A UDP association with this id, alive as long as this stream.
+    UdpOpen(u32),
+}
+
 /// The CONNECT request that opens a stream.
 pub fn encode_connect(target: &Target) -> Bytes {
     let mut b = BytesMut::with_capacity(64);
@@ -134,21 +148,33 @@ pub fn encode_connect(target: &Target) -> Bytes {
     b.freeze()
 }
 
-/// Decodes a CONNECT request: the target and the bytes it took, `Ok(None)` if incomplete.
-pub fn decode_connect(b: &[u8]) -> Result<Option<(Target, usize)>, String> {
+/// The UDP_OPEN request that opens association `id`.
+pub fn encode_udp_open(id: u32) -> Bytes {
+    let mut b = BytesMut::with_capacity(6);
+    b.put_u8(MAGIC);
+    b.put_u8(CMD_UDP_OPEN);
+    b.put_u32(id);
+    b.freeze()
+}
+
+/// Decodes a stream request: the request and the bytes it took, `Ok(None)` if incomplete.
+pub fn decode_request(b: &[u8]) -> Result<Option<(Request, usize)>, String> {
     if b.len() < 2 {
         return Ok(None);
     }
     if b[0] != MAGIC {
         return Err("not a braid stream request".into());
     }
-    if b[1] != CMD_CONNECT {
-        return Err(format!("unknown command {}", b[1]));
+    match b[1] {
+        CMD_CONNECT => Ok(Target::decode(&b[2..])?.map(|(t, n)| (Request::Connect(t), n + 2))),
+        CMD_UDP_OPEN => Ok(b
+            .get(2..6)
+            .map(|id| (Request::UdpOpen(u32::from_be_bytes(id.try_into().expect("4 bytes"))), 6))),
+        other => Err(format!("unknown command {other}")),
     }
-    Ok(Target::decode(&b[2..])?.map(|(t, n)| (t, n + 2)))
 }
 
-/// The outcome of a CONNECT at the server.
+/// The server's answer to a stream request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
     /// Connected.
@@ -230,15 +256,18 @@ mod tests {
             Target::parse("example.com:22").unwrap(),
         ] {
             let b = encode_connect(&t);
-            assert_eq!(decode_connect(&b).unwrap(), Some((t.clone(), b.len())));
-            assert_eq!(decode_connect(&b[..b.len() - 1]).unwrap(), None);
+            assert_eq!(decode_request(&b).unwrap(), Some((Request::Connect(t.clone()), b.len())));
+            assert_eq!(decode_request(&b[..b.len() - 1]).unwrap(), None);
             let d = encode_udp(7, &t, b"payload");
             let (a, t2, p) = decode_udp(&d).unwrap();
             assert_eq!((a, t2, &p[..]), (7, t, &b"payload"[..]));
         }
-        assert!(decode_connect(&[0xB1, 9]).is_err());
-        assert!(decode_connect(&[0x00, 1]).is_err());
-        assert!(decode_connect(&[0xB1, 1, 9]).is_err());
+        let open = encode_udp_open(0xDEAD_BEEF);
+        assert_eq!(decode_request(&open).unwrap(), Some((Request::UdpOpen(0xDEAD_BEEF), 6)));
+        assert_eq!(decode_request(&open[..5]).unwrap(), None);
+        assert!(decode_request(&[0xB1, 9]).is_err());
+        assert!(decode_request(&[0x00, 1]).is_err());
+        assert!(decode_request(&[0xB1, 1, 9]).is_err());
         assert_eq!(decode_reply(&encode_reply(Status::Denied)).unwrap(), Some(Status::Denied));
         assert!(decode_reply(&[0xB1, 99]).is_err());
         assert!(decode_udp(&Bytes::from_static(&[0, 0])).is_err());

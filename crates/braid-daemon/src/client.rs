@@ -8,7 +8,7 @@ use crate::bridge::{AppMsg, StreamEnds};
 use crate::config::{ClientSettings, LinkKind};
 use crate::driver::{Driver, LinkMsg, Role, Wiring};
 use crate::error::Failure;
-use crate::frontend::{serve_forward, serve_socks, serve_udp_forward, UdpRegistry};
+use crate::frontend::{Frontend, UdpRegistry};
 use crate::netlink::{self, Interface};
 use crate::status::{self, StatusBoard};
 use crate::udp::UdpLink;
@@ -226,6 +226,15 @@ pub async fn start_client(settings: ClientSettings) -> Result<ClientHandle, Fail
     let mut tasks = Vec::new();
     let (app_tx, app_rx) = mpsc::channel(1024);
     let udp = UdpRegistry::default();
+    let front = Frontend::new(
+        app_tx.clone(),
+        udp.clone(),
+        settings.socks_auth.clone(),
+        settings.max_connections,
+        settings.socks_timeout,
+    );
+    let counters = front.clone();
+    board.attach_frontend(move || counters.status());
     let socks_addr = match settings.socks {
         Some(a) => {
             let l = TcpListener::bind(a)
@@ -235,12 +244,7 @@ pub async fn start_client(settings: ClientSettings) -> Result<ClientHandle, Fail
                 tracing::warn!(%a, "SOCKS5 listens beyond loopback without a password");
             }
             let bound = l.local_addr()?;
-            tasks.push(tokio::spawn(serve_socks(
-                l,
-                app_tx.clone(),
-                settings.socks_auth.clone(),
-                udp.clone(),
-            )));
+            tasks.push(tokio::spawn(front.clone().serve_socks(l)));
             Some(bound)
         }
         None => None,
@@ -257,12 +261,12 @@ pub async fn start_client(settings: ClientSettings) -> Result<ClientHandle, Fail
         let u = tokio::net::UdpSocket::bind(bound).await.map_err(|e| {
             Failure::Config(format!("cannot listen for UDP forward {} on {bound}: {e}", f.target))
         })?;
-        tasks.push(tokio::spawn(serve_udp_forward(u, target.clone(), app_tx.clone(), udp.clone())));
-        tasks.push(tokio::spawn(serve_forward(l, target, app_tx.clone())));
+        tasks.push(tokio::spawn(front.clone().serve_udp_forward(u, target.clone())));
+        tasks.push(tokio::spawn(front.clone().serve_forward(l, target)));
     }
     let status_addr = match settings.status {
         Some(a) => {
-            let (bound, t) = status::serve(a, board.clone())
+            let (bound, t) = status::serve(a, board.clone(), settings.status_token_file.clone())
                 .await
                 .map_err(|e| Failure::Config(format!("cannot serve status on {a}: {e}")))?;
             tasks.push(t);

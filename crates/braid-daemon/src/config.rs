@@ -168,6 +168,7 @@ pub struct ServerFile {
     listen: Option<Parsed<SocketAddr>>,
     key: Option<PathBuf>,
     status: Option<Parsed<SocketAddr>>,
+    status_token_file: Option<PathBuf>,
     #[serde(default)]
     client: Vec<ClientEntry>,
     #[serde(default)]
@@ -192,7 +193,10 @@ pub struct ClientFile {
     socks_password: Option<String>,
     #[serde(default)]
     forward: Vec<String>,
+    max_connections: Option<usize>,
+    socks_timeout: Option<DurationText>,
     status: Option<Parsed<SocketAddr>>,
+    status_token_file: Option<PathBuf>,
     #[serde(default)]
     session: SessionSection,
 }
@@ -277,6 +281,8 @@ pub struct ServerSettings {
     pub egress: EgressPolicy,
     /// Status and metrics HTTP address.
     pub status: Option<SocketAddr>,
+    /// Where the status port's control token goes (default: derived from the address).
+    pub status_token_file: Option<PathBuf>,
     /// Session tuning.
     pub session: SessionConfig,
 }
@@ -290,7 +296,7 @@ pub struct ClientPolicy {
     pub key: PublicKey,
     /// Open streams at most.
     pub max_streams: u64,
-    /// UDP associations at most.
+    /// UDP associations at most (each is also one of its `max_streams` streams).
     pub max_udp: usize,
 }
 
@@ -311,11 +317,22 @@ pub struct ClientSettings {
     pub socks_auth: Option<(String, String)>,
     /// Port forwards.
     pub forwards: Vec<Forward>,
+    /// Front-end connections (SOCKS5 and forwards) open at once at most.
+    pub max_connections: usize,
+    /// Time a SOCKS5 connection has for its greeting, authentication and request.
+    pub socks_timeout: Duration,
     /// Status and metrics HTTP address.
     pub status: Option<SocketAddr>,
+    /// Where the status port's control token goes (default: derived from the address).
+    pub status_token_file: Option<PathBuf>,
     /// Session tuning.
     pub session: SessionConfig,
 }
+
+/// Default of `max_connections`.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
+/// Default of `socks_timeout`.
+pub const DEFAULT_SOCKS_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Flags that override the server file.
 #[derive(Debug, Default, Clone)]
@@ -330,6 +347,8 @@ pub struct ServerFlags {
     pub allow_private: bool,
     /// `--status`.
     pub status: Option<SocketAddr>,
+    /// `--status-token-file`.
+    pub status_token_file: Option<PathBuf>,
     /// `--scheduler`.
     pub scheduler: Option<Kind>,
     /// `--set KEY=VALUE` overrides of any file key.
@@ -355,6 +374,8 @@ pub struct ClientFlags {
     pub forwards: Vec<String>,
     /// `--status`.
     pub status: Option<SocketAddr>,
+    /// `--status-token-file`.
+    pub status_token_file: Option<PathBuf>,
     /// `--scheduler`.
     pub scheduler: Option<Kind>,
     /// `--set KEY=VALUE` overrides of any file key.
@@ -487,6 +508,7 @@ impl ServerSettings {
             clients,
             egress,
             status: flags.status.or(f.status.map(|p| p.0)),
+            status_token_file: flags.status_token_file.or(f.status_token_file),
             session,
         })
     }
@@ -539,6 +561,13 @@ impl ClientSettings {
             (None, None) => None,
             _ => return Err(Failure::Config("socks_username and socks_password go together".into())),
         };
+        let max_connections = f.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS);
+        if max_connections == 0 {
+            return Err(Failure::Config("max_connections: 0 would refuse every connection".into()));
+        }
+        if f.socks_timeout.is_some_and(|d| d.0.is_zero()) {
+            return Err(Failure::Config("socks_timeout: 0 would drop every SOCKS5 connection".into()));
+        }
         Ok(ClientSettings {
             server,
             server_key,
@@ -547,7 +576,10 @@ impl ClientSettings {
             socks: flags.socks.or(f.socks.map(|p| p.0)),
             socks_auth,
             forwards,
+            max_connections,
+            socks_timeout: f.socks_timeout.map_or(DEFAULT_SOCKS_TIMEOUT, |d| d.0),
             status: flags.status.or(f.status.map(|p| p.0)),
+            status_token_file: flags.status_token_file.or(f.status_token_file),
             session,
         })
     }

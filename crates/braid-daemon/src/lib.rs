@@ -2,21 +2,26 @@
 //!
 //! Thin tokio drivers around the protocol core ([`driver`]): UDP sockets per link ([`udp`],
 //! interfaces from [`netlink`]), the client's front ends ([`frontend`]: SOCKS5 and port
-//! forwards), the server's egress ([`server_role`], [`egress`] policy), configuration
-//! ([`config`]), key files ([`keyfile`]) and the status API ([`status`]).
+//! forwards), the server's egress ([`server_role`], [`server_udp`], [`egress`] policy),
+//! configuration ([`config`]), key files ([`keyfile`]) and the status API ([`status`],
+//! guarded by [`control`]).
 
 pub mod appproto;
 pub mod bridge;
 pub mod client;
 pub mod config;
+pub mod control;
 pub mod driver;
 pub mod egress;
 pub mod error;
 pub mod frontend;
 pub mod keyfile;
+pub mod metrics;
 pub mod netlink;
+pub mod ratelog;
 pub mod server;
 pub mod server_role;
+pub mod server_udp;
 pub mod splice;
 pub mod status;
 pub mod udp;

@@ -88,7 +88,7 @@ pub async fn start_server(settings: ServerSettings) -> Result<ServerHandle, Fail
     let mut tasks = Vec::new();
     let status_addr = match settings.status {
         Some(a) => {
-            let (bound, task) = status::serve(a, board.clone())
+            let (bound, task) = status::serve(a, board.clone(), settings.status_token_file.clone())
                 .await
                 .map_err(|e| Failure::Config(format!("cannot serve status on {a}: {e}")))?;
             tasks.push(task);

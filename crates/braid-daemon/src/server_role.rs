@@ -1,31 +1,33 @@
-//! The server's side of streams and datagrams: each stream's CONNECT request becomes a TCP
-//! connection (if the egress policy allows it and the client is within its limits), each UDP
-//! association a UDP socket.
+//! The server's side of streams and datagrams: a stream's CONNECT request becomes a TCP
+//! connection (if the egress policy allows it and the client is within its limits), a
+//! UDP_OPEN request a UDP association ([`crate::server_udp`]) that lives as long as its stream.
+//!
+//! Limits per client ([`ClientPolicy`]): `max_streams` counts every stream the client holds
+//! open at the server, TCP connections and UDP associations alike (each association is one
+//! stream); `max_udp` counts the associations among them. So a client has at most
+//! `max_streams` streams, of which at most `max_udp` are associations; a request over either
+//! limit is answered `Limit`, and `max_udp = 0` answers every UDP_OPEN `Denied`. (The
+//! session's own `max_streams` caps the streams the core lets the client open at all.)
 
-use crate::appproto::{decode_connect, decode_udp, encode_reply, encode_udp, Status, Target, CLASS_UDP};
-use crate::bridge::{AppMsg, StreamEnds, StreamReader};
+use crate::appproto::{decode_request, decode_udp, encode_reply, Request, Status, Target, CLASS_UDP};
+use crate::bridge::{AppMsg, StreamEnds, StreamReader, StreamWriter};
 use crate::config::ClientPolicy;
 use crate::driver::Role;
 use crate::egress::EgressPolicy;
+use crate::server_udp::Associations;
 use crate::splice::splice;
 use braid_core::datagram::Datagram;
 use bytes::Bytes;
-use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::{TcpStream, UdpSocket};
+use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
 /// How long a TCP connection attempt may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// A UDP association with no traffic for this long is closed.
-const UDP_IDLE: Duration = Duration::from_secs(120);
-
-/// Where a UDP association's datagrams go: its task at the server.
-type Associations = Arc<Mutex<HashMap<u32, mpsc::Sender<(Target, Bytes)>>>>;
 
 /// The server's role in one session.
 pub struct ServerRole {
@@ -39,7 +41,8 @@ pub struct ServerRole {
 impl ServerRole {
     /// The role for a session of `client`.
     pub fn new(policy: Arc<EgressPolicy>, client: ClientPolicy, app: mpsc::Sender<AppMsg>) -> Self {
-        ServerRole { policy, client, app, open_streams: Arc::new(AtomicUsize::new(0)), udp: Arc::default() }
+        let udp = Associations::new(&client.name, client.max_udp);
+        ServerRole { policy, client, app, open_streams: Arc::new(AtomicUsize::new(0)), udp }
     }
 }
 
@@ -49,8 +52,20 @@ impl Role for ServerRole {
         let over = n as u64 > self.client.max_streams;
         let (policy, counter, client) =
             (self.policy.clone(), self.open_streams.clone(), self.client.name.clone());
+        let (udp, app) = (self.udp.clone(), self.app.clone());
         tokio::spawn(async move {
-            egress_stream(ends, policy, over, &client).await;
+            let (mut reader, writer) = ends.split();
+            match read_request(&mut reader).await {
+                Err(s) => refuse(&writer, s).await,
+                Ok(_) if over => {
+                    tracing::info!(client, "stream refused: max_streams reached");
+                    refuse(&writer, Status::Limit).await;
+                }
+                Ok((Request::Connect(target), early)) => {
+                    egress_stream(target, early, reader, writer, policy, &client).await
+                }
+                Ok((Request::UdpOpen(id), _)) => udp.serve(id, reader, writer, policy, app).await,
+            }
             counter.fetch_sub(1, Ordering::SeqCst);
         });
     }
@@ -60,25 +75,12 @@ impl Role for ServerRole {
             return;
         }
         let Ok((assoc, target, payload)) = decode_udp(&d.data) else { return };
-        let mut map = self.udp.lock().unwrap_or_else(|e| e.into_inner());
-        map.retain(|_, tx| !tx.is_closed());
-        if !map.contains_key(&assoc) {
-            if map.len() >= self.client.max_udp {
-                tracing::debug!(client = %self.client.name, "UDP association limit reached");
-                return;
-            }
-            let (tx, rx) = mpsc::channel(256);
-            map.insert(assoc, tx);
-            tokio::spawn(udp_association(assoc, rx, self.policy.clone(), self.app.clone()));
-        }
-        if let Some(tx) = map.get(&assoc) {
-            let _ = tx.try_send((target, payload));
-        }
+        self.udp.deliver(assoc, target, payload);
     }
 }
 
 /// Resolves `target` and returns the first address the policy allows.
-async fn resolve(target: &Target, policy: &EgressPolicy) -> Result<SocketAddr, (Status, String)> {
+pub async fn resolve(target: &Target, policy: &EgressPolicy) -> Result<SocketAddr, (Status, String)> {
     let candidates: Vec<SocketAddr> = match target {
         Target::Addr(a) => vec![*a],
         Target::Name(n, p) => tokio::net::lookup_host((n.as_str(), *p))
@@ -86,6 +88,7 @@ async fn resolve(target: &Target, policy: &EgressPolicy) -> Result<SocketAddr, (
             .map_err(|e| (Status::NotFound, format!("{n}: {e}")))?
             .collect(),
     };
+    policy.refresh().await;
     let mut why = format!("{target}: no address");
     for a in candidates {
         match policy.check(a.ip(), a.port()) {
@@ -104,49 +107,39 @@ fn connect_status(e: &io::Error) -> Status {
     }
 }
 
-/// Reads the CONNECT request from the start of a stream.
-async fn read_request(reader: &mut StreamReader) -> Result<(Target, Bytes), Status> {
-    crate::splice::read_header(reader, 300, decode_connect).await.map_err(|_| Status::BadRequest)
+/// Reads the request from the start of a stream.
+async fn read_request(reader: &mut StreamReader) -> Result<(Request, Bytes), Status> {
+    crate::splice::read_header(reader, 300, decode_request).await.map_err(|_| Status::BadRequest)
 }
 
-async fn egress_stream(ends: StreamEnds, policy: Arc<EgressPolicy>, over_limit: bool, client: &str) {
-    let (mut reader, writer) = ends.split();
-    let (target, early) = match read_request(&mut reader).await {
-        Ok(t) => t,
-        Err(s) => {
-            let _ = writer.write(encode_reply(s)).await;
-            let _ = writer.finish().await;
-            return;
-        }
-    };
-    if over_limit {
-        tracing::info!(client, %target, "stream refused: limit reached");
-        let _ = writer.write(encode_reply(Status::Limit)).await;
-        let _ = writer.finish().await;
-        return;
-    }
+/// Answers a request with `status` and ends the stream.
+async fn refuse(writer: &StreamWriter, status: Status) {
+    let _ = writer.write(encode_reply(status)).await;
+    let _ = writer.finish().await;
+}
+
+async fn egress_stream(
+    target: Target,
+    early: Bytes,
+    reader: StreamReader,
+    writer: StreamWriter,
+    policy: Arc<EgressPolicy>,
+    client: &str,
+) {
     let addr = match resolve(&target, &policy).await {
         Ok(a) => a,
         Err((status, why)) => {
             tracing::info!(client, %target, reason = %why, "stream refused");
-            let _ = writer.write(encode_reply(status)).await;
-            let _ = writer.finish().await;
-            return;
+            return refuse(&writer, status).await;
         }
     };
     let tcp = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
         Ok(Ok(t)) => t,
         Ok(Err(e)) => {
             tracing::info!(client, %target, error = %e, "connection failed");
-            let _ = writer.write(encode_reply(connect_status(&e))).await;
-            let _ = writer.finish().await;
-            return;
+            return refuse(&writer, connect_status(&e)).await;
         }
-        Err(_) => {
-            let _ = writer.write(encode_reply(Status::Timeout)).await;
-            let _ = writer.finish().await;
-            return;
-        }
+        Err(_) => return refuse(&writer, Status::Timeout).await,
     };
     tracing::debug!(client, %target, %addr, "connected");
     if writer.write(encode_reply(Status::Ok)).await.is_err() {
@@ -163,33 +156,5 @@ async fn egress_stream(ends: StreamEnds, policy: Arc<EgressPolicy>, over_limit: 
         splice(t, Bytes::new(), r, w).await;
     } else {
         splice(tcp, Bytes::new(), r, w).await;
-    }
-}
-
-/// One UDP association at the server: datagrams to their destinations, answers back.
-async fn udp_association(
-    assoc: u32,
-    mut rx: mpsc::Receiver<(Target, Bytes)>,
-    policy: Arc<EgressPolicy>,
-    app: mpsc::Sender<AppMsg>,
-) {
-    let Ok(sock) = UdpSocket::bind("[::]:0").await.or(UdpSocket::bind("0.0.0.0:0").await) else { return };
-    let mut buf = vec![0u8; 65536];
-    loop {
-        tokio::select! {
-            m = rx.recv() => {
-                let Some((target, payload)) = m else { return };
-                match resolve(&target, &policy).await {
-                    Ok(addr) => { let _ = sock.send_to(&payload, crate::udp::v6_if_needed(addr, &sock)).await; }
-                    Err((_, why)) => tracing::debug!(%target, reason = %why, "UDP datagram refused"),
-                }
-            }
-            r = sock.recv_from(&mut buf) => {
-                let Ok((n, from)) = r else { return };
-                let d = encode_udp(assoc, &Target::Addr(crate::udp::canonical(from)), &buf[..n]);
-                let _ = app.try_send(AppMsg::Datagram(CLASS_UDP, d));
-            }
-            _ = tokio::time::sleep(UDP_IDLE) => return,
-        }
     }
 }

@@ -1,7 +1,10 @@
 //! The status document and Prometheus metrics each daemon serves on its status port:
 //! `GET /status` (JSON), `GET /metrics` (Prometheus text), `GET /` (a small live page), and
-//! `POST /scheduler` (body: a scheduler name) to switch every session's scheduler live.
+//! `POST /scheduler` (body: a scheduler name) to switch every session's scheduler live. Every
+//! request passes [`crate::control`]'s guard first: changes need the daemon's token.
 
+use crate::frontend::FrontendStatus;
+pub use crate::metrics::prometheus;
 use axum::extract::State;
 use axum::http::header;
 use axum::http::StatusCode;
@@ -12,9 +15,9 @@ use braid_core::scheduler::Kind;
 use braid_core::Session;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::fmt::Write;
 use std::net::SocketAddr;
-use std::sync::{Arc, RwLock};
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Instant;
 use tokio::sync::watch;
 
@@ -117,7 +120,13 @@ pub struct Status {
     pub handshakes_in_progress: usize,
     /// What the daemon is doing when it has no session (client: "connecting", "retrying").
     pub note: Option<String>,
+    /// The client's front ends (SOCKS5, forwards): connections, refusals, UDP associations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frontend: Option<FrontendStatus>,
 }
+
+/// Reads the front ends' counters when a snapshot is taken.
+type FrontendSource = Arc<dyn Fn() -> FrontendStatus + Send + Sync>;
 
 /// Shared status, written by drivers, read by the HTTP server.
 #[derive(Clone)]
@@ -126,6 +135,8 @@ pub struct StatusBoard {
     started: Instant,
     /// The scheduler an operator asked for (`POST /scheduler`); drivers watch it.
     scheduler: Arc<watch::Sender<Option<Kind>>>,
+    /// The client's front ends, once attached.
+    frontend: Arc<OnceLock<FrontendSource>>,
 }
 
 impl StatusBoard {
@@ -137,7 +148,13 @@ impl StatusBoard {
             inner: Arc::new(RwLock::new(status)),
             started: Instant::now(),
             scheduler: Arc::new(watch::Sender::new(None)),
+            frontend: Arc::default(),
         }
+    }
+
+    /// Publishes the front ends' counters (read at each snapshot).
+    pub fn attach_frontend(&self, source: impl Fn() -> FrontendStatus + Send + Sync + 'static) {
+        let _ = self.frontend.set(Arc::new(source));
     }
 
     /// Replaces (or adds) a session's entry.
@@ -184,6 +201,7 @@ impl StatusBoard {
     pub fn snapshot(&self) -> Status {
         let mut s = self.inner.read().unwrap_or_else(|e| e.into_inner()).clone();
         s.uptime_s = self.started.elapsed().as_secs_f64();
+        s.frontend = self.frontend.get().map(|f| f());
         s
     }
 }
@@ -267,79 +285,6 @@ pub fn session_status(
     }
 }
 
-/// Prometheus text exposition of the document.
-pub fn prometheus(st: &Status) -> String {
-    let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "# HELP braid_uptime_seconds Seconds since the daemon started.\n# TYPE braid_uptime_seconds gauge"
-    );
-    let _ = writeln!(o, "braid_uptime_seconds{{role=\"{}\"}} {:.3}", st.role, st.uptime_s);
-    let _ = writeln!(
-        o,
-        "# HELP braid_sessions Sessions.\n# TYPE braid_sessions gauge\nbraid_sessions {}",
-        st.sessions.len()
-    );
-    type Metric = (&'static str, &'static str, &'static str, fn(&PathStatus) -> f64);
-    let metrics: [Metric; 10] = [
-        ("braid_path_rtt_seconds", "gauge", "Smoothed RTT of a path.", |p| p.rtt_ms / 1e3),
-        ("braid_path_cwnd_bytes", "gauge", "Congestion window of a path.", |p| p.cwnd as f64),
-        ("braid_path_send_bits_per_second", "gauge", "Sending rate of a path.", |p| p.send_bps),
-        ("braid_path_receive_bits_per_second", "gauge", "Receiving rate of a path.", |p| p.recv_bps),
-        ("braid_path_loss_ratio", "gauge", "Smoothed loss of a path.", |p| p.loss),
-        ("braid_path_sent_bytes_total", "counter", "Bytes sent on a path.", |p| p.bytes_sent as f64),
-        ("braid_path_received_bytes_total", "counter", "Bytes received on a path.", |p| {
-            p.bytes_received as f64
-        }),
-        ("braid_path_lost_packets_total", "counter", "Packets lost on a path.", |p| p.packets_lost as f64),
-        ("braid_path_blackouts_total", "counter", "Times a path went silent.", |p| p.blackouts as f64),
-        ("braid_path_mtu_bytes", "gauge", "Largest UDP payload a path carries now.", |p| p.mtu as f64),
-    ];
-    for (name, kind, help, f) in metrics {
-        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}");
-        for s in &st.sessions {
-            for p in &s.paths {
-                let _ = writeln!(
-                    o,
-                    "{name}{{session=\"{}\",path=\"{}\",link=\"{}\",state=\"{}\"}} {}",
-                    s.id,
-                    p.id,
-                    p.link.as_deref().unwrap_or(&p.remote),
-                    p.state,
-                    f(p)
-                );
-            }
-        }
-    }
-    let _ = writeln!(o, "# HELP braid_key_phase Generation of a session's packet keys (key updates so far).\n# TYPE braid_key_phase gauge");
-    for s in &st.sessions {
-        let _ = writeln!(o, "braid_key_phase{{session=\"{}\"}} {}", s.id, s.key_phase);
-    }
-    let _ = writeln!(o, "# HELP braid_endpoint_replies_total Answers to unauthenticated packets, by kind.\n# TYPE braid_endpoint_replies_total counter");
-    for (k, n) in &st.endpoint_replies {
-        let _ = writeln!(o, "braid_endpoint_replies_total{{kind=\"{k}\"}} {n}");
-    }
-    let _ = writeln!(o, "# HELP braid_handshakes_in_progress Handshakes waiting for their public-key work.\n# TYPE braid_handshakes_in_progress gauge\nbraid_handshakes_in_progress {}", st.handshakes_in_progress);
-    let _ = writeln!(o, "# HELP braid_streams Open streams.\n# TYPE braid_streams gauge");
-    for s in &st.sessions {
-        let _ = writeln!(o, "braid_streams{{session=\"{}\"}} {}", s.id, s.streams);
-    }
-    let _ = writeln!(o, "# HELP braid_dropped_datagrams_total Received datagrams dropped, by reason.\n# TYPE braid_dropped_datagrams_total counter");
-    for (r, n) in &st.endpoint_dropped {
-        let _ = writeln!(o, "braid_dropped_datagrams_total{{scope=\"endpoint\",reason=\"{r}\"}} {n}");
-    }
-    for s in &st.sessions {
-        for (r, n) in &s.dropped {
-            let _ = writeln!(
-                o,
-                "braid_dropped_datagrams_total{{scope=\"session\",session=\"{}\",reason=\"{r}\"}} {n}",
-                s.id
-            );
-        }
-    }
-    o
-}
-
 const PAGE: &str = include_str!("status_page.html");
 
 /// `POST /scheduler`: the body names a scheduler (`braid sim --help` lists them).
@@ -354,11 +299,20 @@ async fn set_scheduler(State(b): State<StatusBoard>, body: String) -> (StatusCod
     }
 }
 
-/// Serves the status API on `addr` until the task is dropped; returns the bound address.
+/// Serves the status API on `addr` until the task is dropped; returns the bound address. The
+/// control token goes to `token_file` (default: [`crate::control::default_token_path`] of the
+/// bound address); the task owns the file and removes it when it is dropped.
 pub async fn serve(
     addr: SocketAddr,
     board: StatusBoard,
+    token_file: Option<PathBuf>,
 ) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
+    if !bound.ip().is_loopback() {
+        tracing::warn!(%bound, "the status port listens beyond loopback: whoever reaches it sees every session and path (changes still need the token)");
+    }
+    let (access, token) = crate::control::Access::start(bound, token_file);
     let app = Router::new()
         .route("/status", get(|State(b): State<StatusBoard>| async move { Json(b.snapshot()) }))
         .route(
@@ -370,49 +324,11 @@ pub async fn serve(
         )
         .route("/scheduler", post(set_scheduler))
         .route("/", get(|| async { Html(PAGE) }))
+        .layer(axum::middleware::from_fn_with_state(access, crate::control::guard))
         .with_state(board);
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    let bound = listener.local_addr()?;
     let task = tokio::spawn(async move {
+        let _token = token;
         let _ = axum::serve(listener, app).await;
     });
     Ok((bound, task))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn prometheus_text_has_every_path_metric_with_its_labels() {
-        let path = PathStatus {
-            id: 1,
-            link: Some("wg0".into()),
-            state: "active".into(),
-            rtt_ms: 20.0,
-            mtu: 1372,
-            packets_lost: 7,
-            ..PathStatus::default()
-        };
-        let st = Status {
-            role: "client".into(),
-            sessions: vec![SessionStatus {
-                id: 5,
-                paths: vec![path],
-                key_phase: 3,
-                ..SessionStatus::default()
-            }],
-            endpoint_replies: [("reset".to_string(), 2)].into(),
-            ..Status::default()
-        };
-        let text = prometheus(&st);
-        let labels = "{session=\"5\",path=\"1\",link=\"wg0\",state=\"active\"}";
-        assert!(text.contains(&format!("braid_path_mtu_bytes{labels} 1372")), "{text}");
-        assert!(text.contains(&format!("braid_path_rtt_seconds{labels} 0.02")), "{text}");
-        assert!(text.contains(&format!("braid_path_lost_packets_total{labels} 7")), "{text}");
-        assert!(text.contains("# TYPE braid_path_mtu_bytes gauge"));
-        assert!(text.contains("braid_sessions 1"));
-        assert!(text.contains("braid_key_phase{session=\"5\"} 3"), "{text}");
-        assert!(text.contains("braid_endpoint_replies_total{kind=\"reset\"} 2"), "{text}");
-    }
 }

@@ -37,6 +37,12 @@ pub struct TestbedConfig {
     pub socks_auth: Option<(String, String)>,
     /// Streams the server lets the client have open at once.
     pub max_streams: u64,
+    /// UDP associations the server lets the client have open at once.
+    pub max_udp: usize,
+    /// Front-end connections the client serves at once.
+    pub max_connections: usize,
+    /// Time a SOCKS5 connection has for its greeting and request.
+    pub socks_timeout: Duration,
 }
 
 impl TestbedConfig {
@@ -50,6 +56,9 @@ impl TestbedConfig {
             status: false,
             socks_auth: None,
             max_streams: 1024,
+            max_udp: 64,
+            max_connections: braid_daemon::config::DEFAULT_MAX_CONNECTIONS,
+            socks_timeout: braid_daemon::config::DEFAULT_SOCKS_TIMEOUT,
         }
     }
 
@@ -98,6 +107,7 @@ pub fn server_settings(keys: &Keys, session: SessionConfig, status: bool) -> Ser
         }],
         egress: EgressPolicy::open(),
         status: status.then(|| "127.0.0.1:0".parse().expect("literal")),
+        status_token_file: None,
         session,
     }
 }
@@ -128,7 +138,10 @@ pub fn client_settings(
             .iter()
             .map(|t| Forward { listen: "127.0.0.1:0".parse().expect("literal"), target: t.clone() })
             .collect(),
+        max_connections: cfg.max_connections,
+        socks_timeout: cfg.socks_timeout,
         status: cfg.status.then(|| "127.0.0.1:0".parse().expect("literal")),
+        status_token_file: None,
         session: cfg.session.clone(),
     }
 }
@@ -139,6 +152,7 @@ impl Testbed {
         let keys = Keys::generate();
         let mut ss = server_settings(&keys, cfg.session.clone(), cfg.status);
         ss.clients[0].max_streams = cfg.max_streams;
+        ss.clients[0].max_udp = cfg.max_udp;
         let server = start_server(ss).await?;
         let mut relays = Vec::new();
         for (i, spec) in cfg.links.iter().enumerate() {

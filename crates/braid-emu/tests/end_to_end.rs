@@ -264,10 +264,15 @@ async fn the_servers_stream_limit_refuses_the_extra_stream() {
     drop((a, b));
 }
 
-/// One HTTP/1.0 POST of `body` to `path` on `addr`; the answer's first line and body.
+/// One HTTP/1.0 POST of `body` to `path` on `addr`, with the daemon's control token; the
+/// answer's first line and body.
 async fn post(addr: std::net::SocketAddr, path: &str, body: &str) -> (String, String) {
+    let token = braid_daemon::control::read_token(&braid_daemon::control::default_token_path(addr)).unwrap();
     let mut s = TcpStream::connect(addr).await.unwrap();
-    let req = format!("POST {path} HTTP/1.0\r\nHost: {addr}\r\nContent-Length: {}\r\n\r\n{body}", body.len());
+    let req = format!(
+        "POST {path} HTTP/1.0\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
     s.write_all(req.as_bytes()).await.unwrap();
     let mut answer = String::new();
     s.read_to_string(&mut answer).await.unwrap();

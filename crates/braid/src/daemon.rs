@@ -32,6 +32,9 @@ pub struct ServerArgs {
     /// Serve status JSON and Prometheus metrics on this address.
     #[arg(long, value_name = "ADDR:PORT")]
     status: Option<SocketAddr>,
+    /// Write the status port's control token here (default: derived from --status).
+    #[arg(long, value_name = "FILE")]
+    status_token_file: Option<PathBuf>,
     /// Packet scheduler for traffic towards clients.
     #[arg(long)]
     scheduler: Option<Kind>,
@@ -78,6 +81,9 @@ pub struct ClientArgs {
     /// Serve status JSON and Prometheus metrics on this address.
     #[arg(long, value_name = "ADDR:PORT")]
     status: Option<SocketAddr>,
+    /// Write the status port's control token here (default: derived from --status).
+    #[arg(long, value_name = "FILE")]
+    status_token_file: Option<PathBuf>,
     /// Packet scheduler.
     #[arg(long)]
     scheduler: Option<Kind>,
@@ -99,6 +105,7 @@ pub async fn server(args: ServerArgs) -> ExitCode {
         clients: args.clients,
         allow_private: args.allow_private,
         status: args.status,
+        status_token_file: args.status_token_file,
         scheduler: args.scheduler,
         sets: args.sets,
     };
@@ -155,6 +162,7 @@ pub async fn client(args: ClientArgs) -> ExitCode {
         socks: args.socks,
         forwards: args.forwards,
         status: args.status,
+        status_token_file: args.status_token_file,
         scheduler: args.scheduler,
         sets: args.sets,
     };

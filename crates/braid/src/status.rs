@@ -1,10 +1,14 @@
-//! `braid status`: the per-path table of a running daemon, from its status API.
+//! `braid status`: the per-path table of a running daemon, from its status API, and
+//! `--scheduler` to switch it (a change: it sends the daemon's control token, read from the
+//! file the daemon wrote at start — see `braid_daemon::control`).
 
 use braid_core::units::format_rate;
+use braid_daemon::control;
 use braid_daemon::status::Status;
 use clap::Args;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -23,6 +27,9 @@ pub struct StatusArgs {
     /// Switch the daemon's sessions to this scheduler, live (streams go on), then print.
     #[arg(long, value_name = "NAME")]
     scheduler: Option<String>,
+    /// The daemon's control token file (its status_token_file; default: found from --addr).
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
 }
 
 /// One plain HTTP/1.0 exchange with the status API; the answer's status code and body.
@@ -39,11 +46,44 @@ fn exchange(addr: SocketAddr, request: &str) -> Result<(u16, String), String> {
     Ok((code, body.to_string()))
 }
 
-/// Asks the daemon to switch its sessions to scheduler `name`. Errors carry the exit code:
-/// 1 when the daemon cannot be reached, 2 when it refuses the name.
-pub fn switch_scheduler(addr: SocketAddr, name: &str) -> Result<String, (u8, String)> {
+/// The control token of the daemon at `addr`: from `file`, or the first of the places the
+/// daemon writes it ([`control::token_candidates`]) that exists. The error says what to do.
+pub fn find_token(addr: SocketAddr, file: Option<&Path>) -> Result<String, String> {
+    let unreadable = |p: &Path, e: std::io::Error| {
+        let hint = if e.kind() == std::io::ErrorKind::PermissionDenied {
+            " — only the daemon's user may read it: run braid status as that user (e.g. with sudo)"
+        } else {
+            ""
+        };
+        format!("cannot read the control token {}: {e}{hint}", p.display())
+    };
+    if let Some(p) = file {
+        return control::read_token(p).map_err(|e| unreadable(p, e));
+    }
+    let candidates = control::token_candidates(addr);
+    // A file that is there, or that may be there behind a directory this user cannot enter.
+    let present =
+        |p: &&PathBuf| !matches!(p.symlink_metadata(), Err(e) if e.kind() == std::io::ErrorKind::NotFound);
+    match candidates.iter().find(present) {
+        Some(p) => control::read_token(p).map_err(|e| unreadable(p, e)),
+        None => Err(format!(
+            "no control token for the daemon at {addr}: it writes one at start (looked in {}); if the daemon sets status_token_file, give --token-file FILE",
+            candidates.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+        )),
+    }
+}
+
+/// Asks the daemon to switch its sessions to scheduler `name`, with the control token from
+/// `token_file` (or found from `addr`). Errors carry the exit code: 1 when the daemon cannot
+/// be reached or its token cannot be read, 2 when it refuses the name or the token.
+pub fn switch_scheduler(
+    addr: SocketAddr,
+    name: &str,
+    token_file: Option<&Path>,
+) -> Result<String, (u8, String)> {
+    let token = find_token(addr, token_file).map_err(|e| (1, e))?;
     let request = format!(
-        "POST /scheduler HTTP/1.0\r\nHost: {addr}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{name}",
+        "POST /scheduler HTTP/1.0\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{name}",
         name.len()
     );
     match exchange(addr, &request).map_err(|e| (1, e))? {
@@ -99,7 +139,7 @@ pub fn table(st: &Status) -> String {
 /// Runs `braid status`.
 pub fn run(args: StatusArgs) -> ExitCode {
     if let Some(name) = &args.scheduler {
-        match switch_scheduler(args.addr, name) {
+        match switch_scheduler(args.addr, name, args.token_file.as_deref()) {
             Ok(msg) => eprintln!("braid status: {msg}"),
             Err((code, e)) => {
                 eprintln!("braid status: {e}");

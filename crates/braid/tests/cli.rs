@@ -122,3 +122,81 @@ fn status_without_a_daemon_says_so() {
     assert_eq!(o.status.code(), Some(1));
     assert!(text(&o.stderr).contains("cannot reach a braid daemon"), "{}", text(&o.stderr));
 }
+
+/// A free loopback TCP port (the daemon's status port; a small race is accepted).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// `braid status --scheduler` against a running server: it finds the token the server wrote
+/// (0600) in the runtime directory derived from the address, says what to do when it cannot,
+/// and the file goes when the server stops cleanly.
+#[test]
+fn status_scheduler_uses_the_daemons_token() {
+    let dir = std::env::temp_dir().join(format!("braid-cli-token-{}", std::process::id()));
+    let (runtime, elsewhere) = (dir.join("run"), dir.join("other"));
+    std::fs::create_dir_all(&runtime).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let key = temp("s.key", &text(&braid(&["genkey"], None).stdout));
+    let client = text(&braid(&["pubkey"], Some(&text(&braid(&["genkey"], None).stdout))).stdout);
+    let status = format!("127.0.0.1:{}", free_port());
+    let with_env = |c: &mut Command, xdg: &std::path::Path| {
+        c.env("XDG_RUNTIME_DIR", xdg).env_remove("RUNTIME_DIRECTORY");
+    };
+    let mut server = Command::new(env!("CARGO_BIN_EXE_braid"));
+    server
+        .args(["--log", "warn", "server", "--listen", "127.0.0.1:0", "--key", key.to_str().unwrap()])
+        .args(["--client", client.trim(), "--status", &status])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    with_env(&mut server, &runtime);
+    let mut server = server.spawn().unwrap();
+    let token = runtime.join("braid").join(format!("status-{}.token", status.replace(':', "-")));
+    let mut up = false;
+    for _ in 0..200 {
+        if token.exists() && std::net::TcpStream::connect(&status).is_ok() {
+            up = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    let status_cli = |xdg: &std::path::Path, extra: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_braid"));
+        c.args(["status", "--addr", &status, "--scheduler", "edpf"]).args(extra);
+        with_env(&mut c, xdg);
+        c.output().unwrap()
+    };
+    let result = std::panic::catch_unwind(|| {
+        assert!(up, "the server did not come up with its token at {}", token.display());
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&token).unwrap().permissions().mode() & 0o777, 0o600);
+        let o = status_cli(&runtime, &[]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        assert!(text(&o.stderr).contains("scheduler edpf requested"), "{}", text(&o.stderr));
+        // Another runtime directory: no token there; the message says what to do.
+        let o = status_cli(&elsewhere, &[]);
+        assert_eq!(o.status.code(), Some(1));
+        let e = text(&o.stderr);
+        assert!(e.contains("no control token") && e.contains("--token-file"), "{e}");
+        let o = status_cli(&elsewhere, &["--token-file", token.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let wrong = elsewhere.join("wrong.token");
+        std::fs::write(&wrong, "0123\n").unwrap();
+        let o = status_cli(&elsewhere, &["--token-file", wrong.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2));
+        assert!(text(&o.stderr).contains("wrong token"), "{}", text(&o.stderr));
+    });
+    // A clean stop (SIGINT, as Ctrl-C) removes the token file.
+    // SAFETY: kill only sends a signal to the child this test started.
+    unsafe {
+        libc::kill(server.id() as libc::pid_t, libc::SIGINT);
+    }
+    let stopped = server.wait().unwrap();
+    let left = token.exists();
+    let _ = std::fs::remove_dir_all(&dir);
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+    assert!(stopped.success(), "{stopped:?}");
+    assert!(!left, "the token file outlived the server");
+}

@@ -1,0 +1,138 @@
+//! Client front ends: SOCKS5 (CONNECT and UDP ASSOCIATE, optional username/password) and port
+//! forwards (`listen -> host:port`, TCP and UDP on the same port, the habit of `ssh -L`).
+//! Each TCP connection opens a braid stream whose first bytes are the CONNECT request; each
+//! UDP association a stream whose first bytes are UDP_OPEN ([`crate::appproto`]). The
+//! server's reply decides what the application is told.
+//!
+//! Under pressure ([`gate`]): accept loops back off on errors, connections are capped, and a
+//! SOCKS5 connection must finish its greeting and request within `socks_timeout`.
+
+mod forward;
+pub mod gate;
+mod socks;
+mod udp;
+
+pub use gate::Gate;
+pub use udp::UdpRegistry;
+
+use crate::appproto::{encode_connect, encode_udp_open, Status, Target, CLASS_STREAM};
+use crate::bridge::{AppMsg, StreamEnds, StreamReader, StreamWriter};
+use crate::splice::read_reply;
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+use tokio::net::{TcpListener, UdpSocket};
+use tokio::sync::{mpsc, oneshot};
+
+/// What the front ends share: the session's request channel, the UDP associations, the
+/// admission gate and the SOCKS5 settings.
+#[derive(Clone)]
+pub struct Frontend {
+    app: mpsc::Sender<AppMsg>,
+    udp: UdpRegistry,
+    gate: Gate,
+    auth: Option<(String, String)>,
+    socks_timeout: Duration,
+}
+
+/// The front ends' counters, as published in the status.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FrontendStatus {
+    /// Connections open now (SOCKS5 and forwards).
+    pub connections: usize,
+    /// The cap on them.
+    pub max_connections: usize,
+    /// Connections refused at the cap.
+    pub refused: u64,
+    /// SOCKS5 connections still greeting, dropped to admit a newer one at the cap.
+    pub evicted: u64,
+    /// SOCKS5 connections dropped for not finishing greeting and request in time.
+    pub greeting_timeouts: u64,
+    /// Failed accepts.
+    pub accept_errors: u64,
+    /// UDP associations open now.
+    pub udp_associations: usize,
+    /// UDP associations the server refused.
+    pub udp_refused: u64,
+}
+
+impl Frontend {
+    /// Front ends that send their requests to `app`, at most `max_connections` connections at
+    /// once (lowered to what the file descriptor limit allows), SOCKS5 greetings and requests
+    /// within `socks_timeout`.
+    pub fn new(
+        app: mpsc::Sender<AppMsg>,
+        udp: UdpRegistry,
+        auth: Option<(String, String)>,
+        max_connections: usize,
+        socks_timeout: Duration,
+    ) -> Self {
+        Frontend { app, udp, gate: Gate::new(gate::connection_cap(max_connections)), auth, socks_timeout }
+    }
+
+    /// The counters now.
+    pub fn status(&self) -> FrontendStatus {
+        let c = self.gate.counters();
+        FrontendStatus {
+            connections: self.gate.open(),
+            max_connections: self.gate.max(),
+            refused: c.refused.load(Ordering::Relaxed),
+            evicted: c.evicted.load(Ordering::Relaxed),
+            greeting_timeouts: c.greeting_timeouts.load(Ordering::Relaxed),
+            accept_errors: c.accept_errors.load(Ordering::Relaxed),
+            udp_associations: self.udp.len(),
+            udp_refused: c.udp_refused.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Serves SOCKS5 on `listener` until the task is dropped.
+    pub async fn serve_socks(self, listener: TcpListener) {
+        socks::serve(listener, self).await
+    }
+
+    /// Serves a TCP port forward to `target` until the task is dropped.
+    pub async fn serve_forward(self, listener: TcpListener, target: Target) {
+        forward::serve_tcp(listener, target, self).await
+    }
+
+    /// Serves the UDP side of a port forward to `target` until the task is dropped.
+    pub async fn serve_udp_forward(self, sock: UdpSocket, target: Target) {
+        forward::serve_udp(sock, target, self).await
+    }
+}
+
+/// Opens a stream whose first bytes are `request` and waits for the server's answer.
+async fn open(app: &mpsc::Sender<AppMsg>, request: Bytes) -> Result<(StreamEnds, Bytes), Status> {
+    let (reply, rx) = oneshot::channel();
+    let open = AppMsg::Open { class: CLASS_STREAM, request, reply };
+    app.send(open).await.map_err(|_| Status::Unreachable)?;
+    let ends = rx.await.map_err(|_| Status::Unreachable)?.map_err(|e| {
+        tracing::debug!(error = %e, "stream not opened");
+        Status::Limit
+    })?;
+    let (mut reader, writer) = ends.split();
+    match read_reply(&mut reader).await {
+        Ok((Status::Ok, rest)) => Ok((StreamEnds::from_parts(reader, writer), rest)),
+        Ok((status, _)) => Err(status),
+        Err(e) => {
+            tracing::debug!(error = %e, "no answer on stream");
+            Err(Status::Unreachable)
+        }
+    }
+}
+
+/// Opens a stream to `target` and waits for the server's answer.
+pub async fn connect(app: &mpsc::Sender<AppMsg>, target: &Target) -> Result<(StreamEnds, Bytes), Status> {
+    open(app, encode_connect(target))
+        .await
+        .inspect_err(|s| tracing::debug!(%target, status = ?s, "CONNECT refused"))
+}
+
+/// Opens UDP association `id` at the server: the stream that carries its life.
+async fn open_association(
+    app: &mpsc::Sender<AppMsg>,
+    id: u32,
+) -> Result<(StreamReader, StreamWriter), Status> {
+    open(app, encode_udp_open(id)).await.map(|(ends, _)| ends.split())
+}
