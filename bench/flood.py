@@ -90,7 +90,8 @@ class Bench:
 
     def spawn(self, args, log=None):
         out = open(log, "wb") if log else subprocess.DEVNULL
-        p = subprocess.Popen([self.braid] + args, stdout=subprocess.DEVNULL, stderr=out)
+        env = dict(os.environ, XDG_RUNTIME_DIR=self.dir)
+        p = subprocess.Popen([self.braid] + args, stdout=subprocess.DEVNULL, stderr=out, env=env)
         self.procs.append(p)
         return p
 

@@ -108,6 +108,7 @@ impl Setup {
 
     fn start_server(&mut self) {
         let child = Command::new(BRAID)
+            .env("XDG_RUNTIME_DIR", &self.dir)
             .args(["server", "--listen", &self.listen.to_string(), "--key"])
             .arg(&self.server_key)
             .args([
@@ -131,6 +132,8 @@ impl Setup {
         let locals: Vec<SocketAddr> =
             targets.iter().map(|_| format!("127.0.0.1:{}", free_tcp()).parse().unwrap()).collect();
         let mut cmd = Command::new(BRAID);
+        // Token files of daemons this test kills go to its own directory.
+        cmd.env("XDG_RUNTIME_DIR", &self.dir);
         cmd.args(["client", "--server", &self.listen.to_string(), "--server-key", &server_pub, "--key"])
             .arg(self.dir.join("client.key"))
             .args([
