@@ -10,4 +10,4 @@
 mod relay;
 pub mod testbed;
 
-pub use relay::{Relay, RelayHandle, RelayStats};
+pub use relay::{OuterAddress, Relay, RelayHandle, RelayStats, Stale, REPLAY_MEMORY};

@@ -1,22 +1,31 @@
 //! A shaped UDP relay between one client-facing address and one server address.
+//!
+//! The relay sends to the server from a socket of its own, its *outer address*: what the server
+//! sees as the link's address. [`RelayHandle::rebind`] moves it to a new socket, as a NAT
+//! rebinding, a DHCP renew or a phone changing cells does; the old socket can keep sending
+//! [`Stale`] copies for a while (RFC 9000 §9.3 cases: reordered and duplicated packets from a
+//! peer's previous address).
 
 use braid_sim::link::{Direction, Fate, LinkSpec};
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::net::UdpSocket;
-use tokio::sync::Notify;
+use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::time::Instant;
 
 /// Datagrams waiting in the emulated link, per direction, at most (a guard on memory; the
 /// link's own queue limit is normally far smaller).
 const MAX_IN_FLIGHT: usize = 100_000;
+
+/// Datagrams to the server remembered for [`Stale::replay_every`].
+pub const REPLAY_MEMORY: usize = 64;
 
 /// Counters of a relay.
 #[derive(Debug, Default)]
@@ -29,19 +38,92 @@ pub struct RelayStats {
     pub dropped: AtomicU64,
 }
 
+/// One address the relay sent to the server from, and what the server sent to it.
+#[derive(Debug)]
+pub struct OuterAddress {
+    /// The address.
+    pub addr: SocketAddr,
+    /// When the relay began to send from it.
+    pub since: Instant,
+    /// Datagrams the server sent to it (counted also after the relay left it).
+    pub from_server: AtomicU64,
+    /// Their bytes (UDP payload).
+    pub from_server_bytes: AtomicU64,
+    /// Stale datagrams it sent to the server after the relay left it.
+    pub stale_sent: AtomicU64,
+    /// When the server first and last sent to it.
+    seen: Mutex<(Option<Instant>, Option<Instant>)>,
+}
+
+impl OuterAddress {
+    fn new(addr: SocketAddr) -> Arc<Self> {
+        Arc::new(OuterAddress {
+            addr,
+            since: Instant::now(),
+            from_server: AtomicU64::new(0),
+            from_server_bytes: AtomicU64::new(0),
+            stale_sent: AtomicU64::new(0),
+            seen: Mutex::new((None, None)),
+        })
+    }
+
+    fn on_from_server(&self, len: usize) {
+        self.from_server.fetch_add(1, Ordering::Relaxed);
+        self.from_server_bytes.fetch_add(len as u64, Ordering::Relaxed);
+        let now = Instant::now();
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        seen.0.get_or_insert(now);
+        seen.1 = Some(now);
+    }
+
+    /// When the server first sent a datagram here.
+    pub fn first_from_server(&self) -> Option<Instant> {
+        self.seen.lock().unwrap_or_else(|e| e.into_inner()).0
+    }
+
+    /// When the server last sent a datagram here.
+    pub fn last_from_server(&self) -> Option<Instant> {
+        self.seen.lock().unwrap_or_else(|e| e.into_inner()).1
+    }
+}
+
+/// What the address left at a rebind still sends to the server. Replays and copies bypass the
+/// link model (they are not the link's traffic); a cut stops them too.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Stale {
+    /// How long after the rebind the old address keeps sending.
+    pub duration: Duration,
+    /// Replays the last [`REPLAY_MEMORY`] datagrams forwarded before the rebind, in turn, one
+    /// every this often: packets the server has already seen.
+    pub replay_every: Option<Duration>,
+    /// Sends a copy of every datagram forwarded to the server, right after it.
+    pub copy_current: bool,
+    /// Datagrams to the server still in the link at the rebind leave from the old address this
+    /// much later than due, behind newer ones from the new address: reordered packets the
+    /// server has not seen yet, as those still queued on a phone's old cell.
+    pub late: Option<Duration>,
+}
+
 struct Shared {
     spec: Mutex<LinkSpec>,
     down: AtomicBool,
     stats: RelayStats,
     stop: Notify,
     stopped: AtomicBool,
+    outer: Mutex<Vec<Arc<OuterAddress>>>,
 }
 
-/// Controls a running relay: cut it, restore it, read its counters. Dropping the last handle
-/// stops the relay.
+/// A request to move to a new outer address.
+struct Rebind {
+    stale: Stale,
+    done: oneshot::Sender<io::Result<SocketAddr>>,
+}
+
+/// Controls a running relay: cut it, restore it, rebind it, read its counters.
 #[derive(Clone)]
 pub struct RelayHandle {
     shared: Arc<Shared>,
+    rebinds: mpsc::UnboundedSender<Rebind>,
     /// The address clients send to.
     pub addr: SocketAddr,
 }
@@ -67,6 +149,32 @@ impl RelayHandle {
         self.shared.spec.lock().map(|s| s.clone()).unwrap_or_else(|e| e.into_inner().clone())
     }
 
+    /// Every outer address the relay has used, oldest first; the last is the current one.
+    pub fn outer_addresses(&self) -> Vec<Arc<OuterAddress>> {
+        self.shared.outer.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The address the server sees for this link now.
+    pub fn outer_addr(&self) -> SocketAddr {
+        self.outer_addresses().last().expect("a relay always has an outer address").addr
+    }
+
+    /// A NAT rebinding: from now on the relay sends to the server from a new socket (a new
+    /// port) and takes the server's answers there. The old socket stays open until the next
+    /// rebind, counting (and dropping) what the server still sends to it; it sends nothing.
+    /// Returns the new outer address.
+    pub async fn rebind(&self) -> io::Result<SocketAddr> {
+        self.rebind_with(Stale::default()).await
+    }
+
+    /// [`rebind`](Self::rebind), with the old address sending `stale` datagrams for a while.
+    pub async fn rebind_with(&self, stale: Stale) -> io::Result<SocketAddr> {
+        let (done, answer) = oneshot::channel();
+        let gone = || io::Error::other("the relay has stopped");
+        self.rebinds.send(Rebind { stale, done }).map_err(|_| gone())?;
+        answer.await.map_err(|_| gone())?
+    }
+
     /// Stops the relay.
     pub fn stop(&self) {
         self.shared.stopped.store(true, Ordering::SeqCst);
@@ -77,10 +185,21 @@ impl RelayHandle {
 /// A relay, before it runs.
 pub struct Relay;
 
+/// Where a datagram in the emulated link goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Leg {
+    /// To the server, from the current outer address.
+    ToServer,
+    /// To the client.
+    ToClient,
+    /// To the server, from the address left at the last rebind.
+    Stale,
+}
+
 struct Pending {
     at: Instant,
     seq: u64,
-    to_server: bool,
+    leg: Leg,
     data: Vec<u8>,
 }
 
@@ -101,6 +220,36 @@ impl Ord for Pending {
     }
 }
 
+/// The server-facing sockets: the current one and the one left at the last rebind.
+struct Outer {
+    /// Where new outer sockets bind (port 0).
+    bind: SocketAddr,
+    current: (Arc<UdpSocket>, Arc<OuterAddress>),
+    old: Option<(Arc<UdpSocket>, Arc<OuterAddress>)>,
+    /// Copies of current datagrams go out of the old socket until then.
+    copy_until: Option<Instant>,
+}
+
+impl Outer {
+    /// Moves to a fresh socket; the current one becomes the old one.
+    async fn rebind(&mut self, shared: &Shared) -> io::Result<SocketAddr> {
+        let socket = Arc::new(UdpSocket::bind(self.bind).await?);
+        let address = OuterAddress::new(socket.local_addr()?);
+        shared.outer.lock().unwrap_or_else(|e| e.into_inner()).push(address.clone());
+        self.old = Some(std::mem::replace(&mut self.current, (socket, address.clone())));
+        self.copy_until = None;
+        Ok(address.addr)
+    }
+}
+
+/// Receives from the old outer socket, or waits forever when there is none.
+async fn recv_old(old: &Option<(Arc<UdpSocket>, Arc<OuterAddress>)>, buf: &mut [u8]) -> io::Result<usize> {
+    match old {
+        Some((s, _)) => s.recv_from(buf).await.map(|(n, _)| n),
+        None => std::future::pending().await,
+    }
+}
+
 impl Relay {
     /// Starts a relay listening on `listen` (port 0 picks one) that forwards to `server`
     /// through a link shaped by `spec`; `seed` drives its randomness.
@@ -114,6 +263,7 @@ impl Relay {
         let back_bind: SocketAddr = if server.is_ipv4() { "127.0.0.1:0".parse() } else { "[::1]:0".parse() }
             .expect("literal address");
         let back = Arc::new(UdpSocket::bind(back_bind).await?);
+        let address = OuterAddress::new(back.local_addr()?);
         let addr = front.local_addr()?;
         let shared = Arc::new(Shared {
             spec: Mutex::new(spec),
@@ -121,18 +271,22 @@ impl Relay {
             stats: RelayStats::default(),
             stop: Notify::new(),
             stopped: AtomicBool::new(false),
+            outer: Mutex::new(vec![address.clone()]),
         });
-        let handle = RelayHandle { shared: shared.clone(), addr };
-        tokio::spawn(run(front, back, server, shared, seed));
+        let (rebinds, rebind_rx) = mpsc::unbounded_channel();
+        let handle = RelayHandle { shared: shared.clone(), rebinds, addr };
+        let outer = Outer { bind: back_bind, current: (back, address), old: None, copy_until: None };
+        tokio::spawn(run(front, outer, server, shared, rebind_rx, seed));
         Ok(handle)
     }
 }
 
 async fn run(
     front: Arc<UdpSocket>,
-    back: Arc<UdpSocket>,
+    mut outer: Outer,
     server: SocketAddr,
     shared: Arc<Shared>,
+    mut rebinds: mpsc::UnboundedReceiver<Rebind>,
     seed: u64,
 ) {
     let start = Instant::now();
@@ -141,8 +295,12 @@ async fn run(
     let mut queue: BinaryHeap<Reverse<Pending>> = BinaryHeap::new();
     let mut client: Option<SocketAddr> = None;
     let mut seq = 0u64;
+    // The last datagrams forwarded to the server, for stale replays.
+    let mut recent: VecDeque<Vec<u8>> = VecDeque::with_capacity(REPLAY_MEMORY);
     let mut buf_f = vec![0u8; 65536];
     let mut buf_b = vec![0u8; 65536];
+    // What arrives at the old outer address is only counted: a short buffer will do.
+    let mut buf_o = vec![0u8; 2048];
     loop {
         if shared.stopped.load(Ordering::SeqCst) {
             return;
@@ -159,10 +317,28 @@ async fn run(
                 Ok((n, from)) => { client = Some(from); (buf_f[..n].to_vec(), true) }
                 Err(_) => continue,
             },
-            r = back.recv_from(&mut buf_b) => match r {
-                Ok((n, _)) => (buf_b[..n].to_vec(), false),
+            r = outer.current.0.recv_from(&mut buf_b) => match r {
+                Ok((n, _)) => {
+                    outer.current.1.on_from_server(n);
+                    (buf_b[..n].to_vec(), false)
+                }
                 Err(_) => continue,
             },
+            r = recv_old(&outer.old, &mut buf_o) => {
+                // The server still sends to the address we left: counted, not forwarded.
+                if let (Ok(n), Some((_, address))) = (r, &outer.old) {
+                    address.on_from_server(n);
+                }
+                continue;
+            }
+            Some(Rebind { stale, done }) = rebinds.recv() => {
+                let result = outer.rebind(&shared).await;
+                if result.is_ok() {
+                    schedule_stale(&mut queue, &mut seq, &mut outer, &recent, stale);
+                }
+                let _ = done.send(result);
+                continue;
+            }
             _ = sleep => {
                 let now = Instant::now();
                 while queue.peek().is_some_and(|Reverse(p)| p.at <= now) {
@@ -171,12 +347,32 @@ async fn run(
                         shared.stats.dropped.fetch_add(1, Ordering::Relaxed);
                         continue;
                     }
-                    if p.to_server {
-                        let _ = back.send_to(&p.data, server).await;
-                        shared.stats.up_packets.fetch_add(1, Ordering::Relaxed);
-                    } else if let Some(c) = client {
-                        let _ = front.send_to(&p.data, c).await;
-                        shared.stats.down_packets.fetch_add(1, Ordering::Relaxed);
+                    match p.leg {
+                        Leg::ToServer => {
+                            let _ = outer.current.0.send_to(&p.data, server).await;
+                            shared.stats.up_packets.fetch_add(1, Ordering::Relaxed);
+                            let copy = outer.copy_until.is_some_and(|t| now < t);
+                            if let Some((old, address)) = outer.old.as_ref().filter(|_| copy) {
+                                let _ = old.send_to(&p.data, server).await;
+                                address.stale_sent.fetch_add(1, Ordering::Relaxed);
+                            }
+                            if recent.len() == REPLAY_MEMORY {
+                                recent.pop_front();
+                            }
+                            recent.push_back(p.data);
+                        }
+                        Leg::ToClient => {
+                            if let Some(c) = client {
+                                let _ = front.send_to(&p.data, c).await;
+                                shared.stats.down_packets.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                        Leg::Stale => {
+                            if let Some((old, address)) = &outer.old {
+                                let _ = old.send_to(&p.data, server).await;
+                                address.stale_sent.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
                     }
                 }
                 continue;
@@ -194,16 +390,46 @@ async fn run(
         };
         match fate {
             Fate::Arrives(at, dup) => {
+                let leg = if to_server { Leg::ToServer } else { Leg::ToClient };
                 for at in std::iter::once(at).chain(dup) {
                     seq += 1;
                     let when = start + at.max(t) + Duration::ZERO;
-                    queue.push(Reverse(Pending { at: when, seq, to_server, data: data.clone() }));
+                    queue.push(Reverse(Pending { at: when, seq, leg, data: data.clone() }));
                 }
             }
             _ => {
                 shared.stats.dropped.fetch_add(1, Ordering::Relaxed);
             }
         }
+    }
+}
+
+/// After a rebind: schedules what `stale` asks of the old address, and drops what an earlier
+/// rebind's old address had still to send.
+fn schedule_stale(
+    queue: &mut BinaryHeap<Reverse<Pending>>,
+    seq: &mut u64,
+    outer: &mut Outer,
+    recent: &VecDeque<Vec<u8>>,
+    stale: Stale,
+) {
+    let mut pending = std::mem::take(queue).into_vec();
+    pending.retain(|Reverse(p)| p.leg != Leg::Stale);
+    if let Some(late) = stale.late {
+        for Reverse(p) in pending.iter_mut().filter(|Reverse(p)| p.leg == Leg::ToServer) {
+            (p.leg, p.at) = (Leg::Stale, p.at + late);
+        }
+    }
+    *queue = pending.into();
+    let now = Instant::now();
+    if stale.copy_current {
+        outer.copy_until = Some(now + stale.duration);
+    }
+    let Some(every) = stale.replay_every.filter(|e| !e.is_zero() && !recent.is_empty()) else { return };
+    let count = (stale.duration.as_nanos() / every.as_nanos()) as u32;
+    for (k, data) in (0..count).zip(recent.iter().cycle()) {
+        *seq += 1;
+        queue.push(Reverse(Pending { at: now + every * k, seq: *seq, leg: Leg::Stale, data: data.clone() }));
     }
 }
 
@@ -236,6 +462,96 @@ mod tests {
         client.send_to(b"back", relay.addr).await.unwrap();
         let (n, _) = server.recv_from(&mut buf).await.unwrap();
         assert_eq!(&buf[..n], b"back");
+        relay.stop();
+    }
+
+    /// Receives one datagram on `s` within 1 s.
+    async fn recv(s: &UdpSocket) -> (Vec<u8>, SocketAddr) {
+        let mut buf = [0u8; 64];
+        let (n, from) =
+            tokio::time::timeout(Duration::from_secs(1), s.recv_from(&mut buf)).await.unwrap().unwrap();
+        (buf[..n].to_vec(), from)
+    }
+
+    #[tokio::test]
+    async fn a_rebind_moves_the_outer_address_and_the_old_one_replays_stale_datagrams() {
+        let server = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let spec = LinkSpec::parse("10mbit/1ms").unwrap();
+        let relay = Relay::start("127.0.0.1:0".parse().unwrap(), server.local_addr().unwrap(), spec, 1)
+            .await
+            .unwrap();
+        let client = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        client.send_to(b"one", relay.addr).await.unwrap();
+        let (_, old) = recv(&server).await;
+        assert_eq!(old, relay.outer_addr());
+
+        let stale = Stale {
+            duration: Duration::from_millis(200),
+            replay_every: Some(Duration::from_millis(20)),
+            copy_current: true,
+            late: None,
+        };
+        let new = relay.rebind_with(stale).await.unwrap();
+        assert_ne!(new, old);
+        assert_eq!(relay.outer_addresses().iter().map(|a| a.addr).collect::<Vec<_>>(), [old, new]);
+        client.send_to(b"two", relay.addr).await.unwrap();
+        // The old address replays "one"; "two" comes from the new one, its copy from the old.
+        let mut got = Vec::new();
+        while got.len() < 4 {
+            got.push(recv(&server).await);
+        }
+        assert!(got.contains(&(b"one".to_vec(), old)), "{got:?}");
+        assert!(got.contains(&(b"two".to_vec(), new)), "{got:?}");
+        assert!(got.contains(&(b"two".to_vec(), old)), "{got:?}");
+
+        // The server's answers to the new address reach the client; to the old one, nobody.
+        server.send_to(b"to old", old).await.unwrap();
+        server.send_to(b"to new", new).await.unwrap();
+        assert_eq!(recv(&client).await.0, b"to new");
+        let addresses = relay.outer_addresses();
+        assert_eq!(addresses[0].from_server.load(Ordering::Relaxed), 1);
+        assert_eq!(addresses[1].from_server.load(Ordering::Relaxed), 1);
+        assert!(addresses[1].first_from_server().is_some());
+
+        // After `duration` the old address falls silent.
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let sent = addresses[0].stale_sent.load(Ordering::Relaxed);
+        assert!((5..=12).contains(&sent), "{sent} stale datagrams");
+        client.send_to(b"three", relay.addr).await.unwrap();
+        let mut buf = [0u8; 64];
+        loop {
+            // Only "three", from the new address, is left (replays still queued may precede it).
+            let (n, from) = tokio::time::timeout(Duration::from_secs(1), server.recv_from(&mut buf))
+                .await
+                .unwrap()
+                .unwrap();
+            if &buf[..n] == b"three" {
+                assert_eq!(from, new);
+                break;
+            }
+        }
+        let r = tokio::time::timeout(Duration::from_millis(100), server.recv_from(&mut buf)).await;
+        assert!(r.is_err(), "the old address still sends after its stale period");
+        relay.stop();
+    }
+
+    #[tokio::test]
+    async fn datagrams_in_the_link_at_a_rebind_can_arrive_late_from_the_old_address() {
+        let server = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let spec = LinkSpec::parse("10mbit/30ms").unwrap();
+        let relay = Relay::start("127.0.0.1:0".parse().unwrap(), server.local_addr().unwrap(), spec, 1)
+            .await
+            .unwrap();
+        let client = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        client.send_to(b"queued", relay.addr).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let old = relay.outer_addr();
+        let late = Stale { late: Some(Duration::from_millis(100)), ..Stale::default() };
+        let new = relay.rebind_with(late).await.unwrap();
+        client.send_to(b"newer", relay.addr).await.unwrap();
+        assert_eq!(recv(&server).await, (b"newer".to_vec(), new));
+        assert_eq!(recv(&server).await, (b"queued".to_vec(), old));
+        assert_eq!(relay.outer_addresses()[0].stale_sent.load(Ordering::Relaxed), 1);
         relay.stop();
     }
 }

@@ -13,7 +13,7 @@ use braid_daemon::{
 use braid_sim::LinkSpec;
 use fast_socks5::client::{Config, Socks5Stream};
 use sha2::{Digest, Sha256};
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -43,6 +43,9 @@ pub struct TestbedConfig {
     pub max_connections: usize,
     /// Time a SOCKS5 connection has for its greeting and request.
     pub socks_timeout: Duration,
+    /// The loopback address the session runs on: server, relays and links (127.0.0.1 or ::1).
+    /// Front ends and the payload source stay on 127.0.0.1.
+    pub loopback: IpAddr,
 }
 
 impl TestbedConfig {
@@ -59,6 +62,7 @@ impl TestbedConfig {
             max_udp: 64,
             max_connections: braid_daemon::config::DEFAULT_MAX_CONNECTIONS,
             socks_timeout: braid_daemon::config::DEFAULT_SOCKS_TIMEOUT,
+            loopback: IpAddr::V4(Ipv4Addr::LOCALHOST),
         }
     }
 
@@ -126,7 +130,7 @@ pub fn client_settings(
         links: relays
             .iter()
             .map(|r| LinkConfig {
-                kind: LinkKind::Address("127.0.0.1".parse().expect("literal")),
+                kind: LinkKind::Address(cfg.loopback),
                 server: Some(r.to_string()),
                 backup: false,
             })
@@ -153,17 +157,13 @@ impl Testbed {
         let mut ss = server_settings(&keys, cfg.session.clone(), cfg.status);
         ss.clients[0].max_streams = cfg.max_streams;
         ss.clients[0].max_udp = cfg.max_udp;
+        ss.listen = SocketAddr::new(cfg.loopback, 0);
         let server = start_server(ss).await?;
         let mut relays = Vec::new();
         for (i, spec) in cfg.links.iter().enumerate() {
             relays.push(
-                Relay::start(
-                    "127.0.0.1:0".parse().expect("literal"),
-                    server.addr,
-                    spec.clone(),
-                    7 + i as u64,
-                )
-                .await?,
+                Relay::start(SocketAddr::new(cfg.loopback, 0), server.addr, spec.clone(), 7 + i as u64)
+                    .await?,
             );
         }
         let addrs: Vec<SocketAddr> = relays.iter().map(|r| r.addr).collect();

@@ -217,7 +217,8 @@ impl Session {
             Some(i) => Some(self.paths[i].received.replay()),
             None => self.retired.get(&h.path_id).map(|r| &r.replay),
         };
-        let pn = decode_packet_number(window.and_then(|w| w.highest()), h.truncated_pn);
+        let highest = window.and_then(|w| w.highest());
+        let pn = decode_packet_number(highest, h.truncated_pn);
         if window.is_some_and(|w| w.check(pn).is_err()) {
             return self.drop_packet(DropReason::Replayed);
         }
@@ -260,7 +261,13 @@ impl Session {
         if path.local.is_none() {
             path.local = local;
         }
-        let migrated = remote != path.remote && path.challenge.is_none_or(|c| c.remote != remote);
+        // RFC 9000 §9.3: "An endpoint only changes the address to which it sends packets in
+        // response to the highest-numbered non-probing packet." Only a packet newer than all
+        // before it on the path starts a migration: a late one from an address the client has
+        // left draws nothing there.
+        let migrated = remote != path.remote
+            && path.challenge.is_none_or(|c| c.remote != remote)
+            && highest.is_none_or(|h| pn > h);
         if migrated && self.side == super::Side::Server && path.state != PathState::Closed {
             // The client's address changed (NAT rebinding): validate the new address before
             // sending there; until then data keeps going to the old one.
