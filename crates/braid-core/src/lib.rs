@@ -74,3 +74,4 @@ pub use session::paths::PathError;
 pub use session::{CloseReason, DropReason, Event, PathEvent, PathInfo, Session, Side, Transmit};
 pub use stream::{StreamError, StreamEvent, StreamId};
 pub use time::Timestamp;
+pub use wire::SessionId;

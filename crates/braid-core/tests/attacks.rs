@@ -75,15 +75,23 @@ fn a_forged_reset_is_dropped_and_the_session_goes_on() {
     assert!(p.client.is_established());
 }
 
-#[test]
-fn resets_are_smaller_than_their_cause_and_rate_limited() {
-    let mut e = server_endpoint();
-    let t = Timestamp::from_nanos(1);
-    let from = addr("198.51.100.4:7");
+/// A DATA packet (unsealed garbage after the header) for session `id`.
+fn data_for(id: SessionId) -> Vec<u8> {
     let mut packet = vec![0x10; 40];
-    packet[1..5].copy_from_slice(&77u32.to_be_bytes());
+    packet[1..9].copy_from_slice(&id.0.to_be_bytes());
+    packet
+}
+
+#[test]
+fn resets_are_smaller_than_their_cause_and_rate_limited_per_session() {
+    let mut e = server_endpoint();
+    let key = braid_core::crypto::reset::ResetKey::new(&keys().1);
+    let t = Timestamp::from_nanos(1);
+    let packet = data_for(key.session_id(77));
     let mut answered = 0;
-    for _ in 0..1000 {
+    for i in 0..1000u32 {
+        // From many sources: the limit is the session's, not a source's.
+        let from = SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::from(0xc633_6400 + i)), 7);
         match e.handle(t, None, from, &packet) {
             DatagramEvent::Respond(r) => {
                 assert!(r.len() < packet.len());
@@ -93,7 +101,30 @@ fn resets_are_smaller_than_their_cause_and_rate_limited() {
             other => panic!("{other:?}"),
         }
     }
-    assert_eq!(answered, 5, "one burst per source at one instant");
+    assert_eq!(answered, 5, "one burst per session id at one instant");
+    // Another session's packets are answered still: spoofed packets of one id cannot
+    // silence the resets of another.
+    assert!(matches!(
+        e.handle(t, None, addr(CLIENT), &data_for(key.session_id(78))),
+        DatagramEvent::Respond(_)
+    ));
+}
+
+/// Session ids the server could not have issued get no answer: nobody can collect reset
+/// tokens by asking for every id, nor use the server as a reflector with random ids.
+#[test]
+fn guessed_session_ids_get_no_reset() {
+    let mut e = server_endpoint();
+    let t = Timestamp::from_nanos(1);
+    for i in 0..10_000u64 {
+        let id = SessionId(i.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5555);
+        let from = SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::from(0xc633_6400 + i as u32)), 7);
+        assert!(matches!(
+            e.handle(t, None, from, &data_for(id)),
+            DatagramEvent::Dropped(DropReason::UnknownSession)
+        ));
+    }
+    assert_eq!(e.replied.resets, 0);
 }
 
 /// 20,000 replays a second of a real initiation from a key the server does not admit: one
@@ -146,14 +177,46 @@ fn junk_of_the_right_length_costs_no_public_key_work() {
     }
 }
 
+/// Puts `e` under load: LOAD_THRESHOLD handshakes in progress from as many sources.
+fn load(e: &mut Endpoint, t: Timestamp) {
+    for i in 0..braid_core::endpoint::LOAD_THRESHOLD as u32 {
+        let init = initiation([(i % 200) as u8 + 30; 32], u64::from(i), 1);
+        let from = SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::from(0xc633_6400 + i)), 9);
+        assert!(matches!(e.handle(t, None, from, &init), DatagramEvent::Handshake(_)));
+    }
+}
+
+/// Not under load, the server takes every fresh handshake (its queue is the bound): a spoofer
+/// cannot spend another host's handshakes.
 #[test]
-fn handshakes_are_rate_limited_per_source_host() {
+fn without_load_no_source_can_spend_another_hosts_handshakes() {
     let mut e = server_endpoint();
     let t = Timestamp::from_nanos(1);
+    let victim = addr("192.0.2.9:1000");
+    for i in 0..50u64 {
+        let init = initiation([100 + i as u8; 32], i, 1);
+        assert!(matches!(e.handle(t, None, victim, &init), DatagramEvent::Handshake(_)), "{i}");
+    }
+}
+
+/// Under load, a source that proved its address with a cookie is held to 20 handshakes a
+/// second (bursts of 5); another host is not held back.
+#[test]
+fn under_load_handshakes_are_rate_limited_per_proven_source() {
+    let mut e = server_endpoint();
+    let t = Timestamp::from_nanos(1);
+    load(&mut e, t);
+    let (_, server) = keys();
+    let from = addr("192.0.2.9:1000");
+    let mut jar = braid_core::crypto::cookie::CookieJar::new(&server.public_key());
+    let mut first = initiation([99; 32], 999, 1);
+    jar.stamp(t, &mut first);
+    let DatagramEvent::Respond(reply) = e.handle(t, None, from, &first) else { panic!("no cookie reply") };
+    jar.on_reply(t, reply[1..25].try_into().unwrap(), reply[25..].try_into().unwrap()).unwrap();
     let mut taken = 0;
     for i in 0..20u64 {
-        let init = initiation([100 + i as u8; 32], i, 1);
-        let from = SocketAddr::new("192.0.2.9".parse().unwrap(), 1000 + i as u16);
+        let mut init = initiation([150 + i as u8; 32], 2000 + i, 1);
+        jar.stamp(t, &mut init);
         match e.handle(t, None, from, &init) {
             DatagramEvent::Handshake(_) => taken += 1,
             DatagramEvent::Dropped(DropReason::RateLimited) => {}
@@ -161,9 +224,6 @@ fn handshakes_are_rate_limited_per_source_host() {
         }
     }
     assert_eq!(taken, 5);
-    // Another host is not held back.
-    let init = initiation([1; 32], 99, 1);
-    assert!(matches!(e.handle(t, None, addr("192.0.2.10:1"), &init), DatagramEvent::Handshake(_)));
 }
 
 /// Under load (many handshakes in progress) the server answers a handshake without a cookie
@@ -171,11 +231,8 @@ fn handshakes_are_rate_limited_per_source_host() {
 #[test]
 fn under_load_a_cookie_proves_the_address() {
     let mut p = Pair::good();
-    for i in 0..braid_core::endpoint::LOAD_THRESHOLD as u32 {
-        let init = initiation([(i % 200) as u8 + 30; 32], u64::from(i), 1);
-        let from = SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::from(0xc633_6400 + i)), 9);
-        assert!(matches!(p.endpoint.handle(p.now, None, from, &init), DatagramEvent::Handshake(_)));
-    }
+    let now = p.now;
+    load(&mut p.endpoint, now);
     assert_eq!(p.endpoint.handshakes_in_progress(), braid_core::endpoint::LOAD_THRESHOLD);
     p.run(Duration::from_millis(5));
     assert!(p.client.is_established(), "the client came up through the cookie");
@@ -273,4 +330,26 @@ fn keys_update_by_packet_count_without_a_stall() {
     assert!(c >= 8 && c == s, "key phases: client {c}, server {s}");
     assert_eq!(p.server_drops(DropReason::KeyPhase), 0);
     assert_eq!(p.server_drops(DropReason::Decrypt), 0);
+}
+
+/// A packet raced from a spoofed address (a copy that beats the original) starts a migration
+/// challenge there; what the server sends to that unvalidated address stays within three
+/// times what came from it (RFC 9000 §9.3.1), however long the challenge is retried.
+#[test]
+fn a_raced_packet_draws_at_most_three_times_its_size_to_the_spoofed_address() {
+    let mut p = Pair::good();
+    p.run(Duration::from_millis(10));
+    let id = p.client.open_stream(0).unwrap();
+    p.client.write(id, &[7; 3000]).unwrap();
+    let mut buf = Vec::new();
+    let t = p.client.poll_transmit(p.now, &mut buf).unwrap();
+    let packet = buf[..t.size].to_vec();
+    let spoofed = addr("203.0.113.99:9999");
+    p.deliver_to_server(spoofed, &packet);
+    p.deliver_to_server(addr(CLIENT), &packet);
+    p.run(Duration::from_secs(5));
+    let to_spoofed: usize = p.server_sent.iter().filter(|s| s.to == spoofed).map(|s| s.bytes.len()).sum();
+    assert!(to_spoofed > 0, "the raced packet drew a challenge");
+    assert!(to_spoofed <= 3 * packet.len(), "{to_spoofed} bytes to the spoofed address for {}", packet.len());
+    assert!(p.client.is_established());
 }

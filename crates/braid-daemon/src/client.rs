@@ -76,8 +76,9 @@ impl ClientHandle {
     /// by [`crate::server::SHUTDOWN_GRACE`].
     pub async fn shutdown(mut self) -> Result<(), Failure> {
         self.stopping.send_replace(true);
-        let _ = self.app.try_send(AppMsg::Close(0, "client shutting down".into()));
         let grace = crate::server::SHUTDOWN_GRACE + Duration::from_millis(500);
+        let close = AppMsg::Close(0, "client shutting down".into());
+        let _ = tokio::time::timeout(grace / 2, self.app.send(close)).await;
         let r = match tokio::time::timeout(grace, self.wait()).await {
             Ok(r) => r,
             Err(_) => Ok(()),
@@ -361,6 +362,10 @@ async fn follow_interfaces(
     }
 }
 
+/// A session that lived this long counts as having been up: the backoff starts afresh, and a
+/// stateless reset is answered with a new session at once.
+const STABLE: Duration = Duration::from_secs(2);
+
 struct Supervisor {
     /// Becomes true when the client is shutting down: no new session is started.
     stopping: watch::Receiver<bool>,
@@ -485,12 +490,14 @@ impl Supervisor {
                 driver.bind_path(*id, l.link.clone(), l.label.clone());
             }
             drop(inbox_tx);
+            let started = Instant::now();
             let (reason, rx, lrx) = driver.run().await;
+            let lived = started.elapsed();
             app_rx = rx;
             links_rx = lrx.unwrap_or_else(|| mpsc::channel(1).1);
             self.connected.store(false, Ordering::SeqCst);
-            if this_session.load(Ordering::SeqCst) {
-                // It was up: the next one starts with the shortest wait again.
+            if this_session.load(Ordering::SeqCst) && lived >= STABLE {
+                // It was up for a while: the next one starts with the shortest wait again.
                 backoff = Duration::from_secs(1);
             }
             if *self.stopping.borrow() {
@@ -527,11 +534,15 @@ impl Supervisor {
                     _ => {}
                 }
             }
-            if reason == CloseReason::StatelessReset {
-                // The server restarted or forgot us, and said so: a new session at once.
-                tracing::warn!(reason = %reason, "session ended; reconnecting now");
+            if reason == CloseReason::StatelessReset && lived >= STABLE {
+                // The server restarted or forgot us, and said so: a new session at once (after
+                // a little jitter, so that many clients of a restarted server do not arrive in
+                // one burst). A session reset soon after it began — another client holding the
+                // same key takes it over, say — waits its backoff like any other end.
+                let jitter = Duration::from_millis(crate::keyfile::random_u64() % 100);
+                tracing::warn!(reason = %reason, retry_in = ?jitter, "session ended; reconnecting now");
                 self.board.set_note(Some(format!("session ended ({reason}); reconnecting")));
-                backoff = Duration::from_secs(1);
+                tokio::time::sleep(jitter).await;
                 continue;
             }
             tracing::warn!(reason = %reason, retry_in = ?backoff, "session ended; reconnecting");

@@ -5,8 +5,9 @@
 //! * a request whose `Host` is not an IP literal or `localhost` with this port is refused
 //!   (403): that is what a DNS-rebinding page sends. (A request without `Host` passes:
 //!   HTTP/1.0 allows it, and browsers always send one.)
-//! * a request with an `Origin` other than `http://` + such a host and port is refused (403),
-//!   GET included: cross-site `fetch`es and form posts carry one.
+//! * a request with an `Origin` other than `http://` + the status address, a loopback address
+//!   or `localhost`, with this port, is refused (403), GET included: cross-site `fetch`es and
+//!   form posts carry one. (The daemon's own page sends none for its GETs.)
 //! * every change (any method but GET and HEAD) needs `Authorization: Bearer TOKEN` (401).
 //!   The token is 32 bytes from the OS random source, new at each start, written in hex to a
 //!   file created with mode 0600. Its default place is derived from the status address —
@@ -163,6 +164,8 @@ impl Drop for TokenFile {
 /// Who may use the status port bound to `port`.
 pub struct Access {
     port: u16,
+    /// The address the status port is bound to (unspecified: every address).
+    ip: IpAddr,
     key: hmac::Key,
     /// The token's MAC under `key` (compared in constant time), or why there is no token.
     token: Result<hmac::Tag, String>,
@@ -197,15 +200,30 @@ impl Access {
                 (Err(why), None)
             }
         };
-        (Arc::new(Access { port: bound.port(), key, token: tag, path }), file)
+        (Arc::new(Access { port: bound.port(), ip: bound.ip(), key, token: tag, path }), file)
     }
 
     /// Whether `authority` (`host[:port]`) names this port on an IP literal or localhost.
     fn allowed(&self, authority: &str) -> bool {
+        self.split(authority)
+            .is_some_and(|(host, _)| host.parse::<IpAddr>().is_ok() || host.eq_ignore_ascii_case("localhost"))
+    }
+
+    /// Whether an `Origin` authority is this status port: on its bound address, a loopback
+    /// address or localhost.
+    fn origin_allowed(&self, authority: &str) -> bool {
+        self.split(authority).is_some_and(|(host, _)| match host.parse::<IpAddr>() {
+            Ok(ip) => ip.is_loopback() || (!self.ip.is_unspecified() && ip == self.ip),
+            Err(_) => host.eq_ignore_ascii_case("localhost"),
+        })
+    }
+
+    /// The host of `authority` and its port, if the port is this status port's.
+    fn split<'a>(&self, authority: &'a str) -> Option<(&'a str, u16)> {
         let (host, port) = match authority.strip_prefix('[') {
             Some(rest) => match rest.split_once(']') {
                 Some((h, after)) if h.parse::<Ipv6Addr>().is_ok() => (h, after),
-                _ => return false,
+                _ => return None,
             },
             None => match authority.find(':') {
                 Some(i) => (&authority[..i], &authority[i..]),
@@ -216,8 +234,7 @@ impl Access {
             "" => Some(80),
             p => p.strip_prefix(':').and_then(|p| p.parse::<u16>().ok()),
         };
-        let host_ok = host.parse::<IpAddr>().is_ok() || host.eq_ignore_ascii_case("localhost");
-        host_ok && port == Some(self.port)
+        (port == Some(self.port)).then_some((host, self.port))
     }
 
     /// Whether a request with `method` and `headers` may go on; the refusal otherwise.
@@ -236,7 +253,8 @@ impl Access {
         }
         if let Some(origin) = headers.get(header::ORIGIN) {
             let origin = origin.to_str().unwrap_or("(not text)");
-            let same = origin.strip_prefix("http://").is_some_and(|a| !a.contains('/') && self.allowed(a));
+            let same =
+                origin.strip_prefix("http://").is_some_and(|a| !a.contains('/') && self.origin_allowed(a));
             if !same {
                 return Err((
                     StatusCode::FORBIDDEN,

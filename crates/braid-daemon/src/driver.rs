@@ -156,7 +156,7 @@ impl<R: Role> Driver<R> {
         let mut switch_to = self.scheduler_rx.as_mut().and_then(|rx| *rx.borrow_and_update());
         loop {
             if let Some(kind) = switch_to.take() {
-                tracing::info!(session = self.session.id(), scheduler = kind.name(), "scheduler switched");
+                tracing::info!(session = %self.session.id(), scheduler = kind.name(), "scheduler switched");
                 self.session.set_scheduler(kind);
                 self.publish();
             }
@@ -331,7 +331,7 @@ impl<R: Role> Driver<R> {
     fn on_event(&mut self, now: Timestamp, e: &Event) {
         match e {
             Event::Connected => {
-                tracing::info!(session = self.session.id(), peer = %self.peer_label, "session established");
+                tracing::info!(session = %self.session.id(), peer = %self.peer_label, "session established");
                 // The status says so at once, not at the next periodic refresh.
                 self.publish();
                 let waiting: Vec<AppMsg> = self.pending_opens.drain(..).collect();
@@ -372,9 +372,11 @@ impl<R: Role> Driver<R> {
                 }
             }
             Event::Path(id, ev) => {
+                // Path changes show in the status at once.
+                self.publish();
                 tracing::info!(path = id, event = ?ev, link = ?self.labels.get(id), "path")
             }
-            Event::Closed(r) => tracing::info!(session = self.session.id(), reason = %r, "session closed"),
+            Event::Closed(r) => tracing::info!(session = %self.session.id(), reason = %r, "session closed"),
         }
     }
 

@@ -120,7 +120,7 @@ mod tests {
         let st = Status {
             role: "client".into(),
             sessions: vec![SessionStatus {
-                id: 5,
+                id: "5".into(),
                 paths: vec![path],
                 key_phase: 3,
                 ..SessionStatus::default()

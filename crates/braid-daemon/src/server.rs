@@ -8,7 +8,7 @@ use crate::error::Failure;
 use crate::server_role::ServerRole;
 use crate::status::{self, StatusBoard};
 use crate::udp::{canonical, Incoming, UdpLink};
-use braid_core::{DatagramEvent, Endpoint, HandshakeJob, HandshakeOutcome, Session, Timestamp};
+use braid_core::{DatagramEvent, Endpoint, HandshakeJob, HandshakeOutcome, Session, SessionId, Timestamp};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -124,14 +124,24 @@ struct EndpointLoop {
     board: StatusBoard,
     policy: Arc<crate::egress::EgressPolicy>,
     epoch: Instant,
-    sessions: HashMap<u32, Live>,
+    sessions: HashMap<SessionId, Live>,
     /// Session drivers: aborted with this loop (server stop), reaped as they end.
     drivers: JoinSet<()>,
-    ended_tx: mpsc::UnboundedSender<u32>,
+    ended_tx: mpsc::UnboundedSender<SessionId>,
     jobs: mpsc::Sender<Box<HandshakeJob>>,
     /// When the endpoint's counters were last published (at most every 100 ms: under a flood
     /// every datagram may come in a batch of its own).
     published: Option<Instant>,
+}
+
+static WORKER_GONE: crate::ratelog::RateLimited = crate::ratelog::RateLimited::new(Duration::from_secs(10));
+
+/// Asks a session's driver to close, even when its request queue is full at the moment.
+fn close(app: &mpsc::Sender<AppMsg>, why: &str) {
+    let (app, why) = (app.clone(), why.to_string());
+    tokio::spawn(async move {
+        let _ = tokio::time::timeout(SHUTDOWN_GRACE, app.send(AppMsg::Close(0, why))).await;
+    });
 }
 
 /// Runs handshake jobs one after another until the endpoint loop goes away.
@@ -148,7 +158,7 @@ fn handshake_worker(
 
 impl EndpointLoop {
     fn new(link: UdpLink, settings: Arc<ServerSettings>, board: StatusBoard) -> (Self, EndpointChannels) {
-        let (ended_tx, ended_rx) = mpsc::unbounded_channel::<u32>();
+        let (ended_tx, ended_rx) = mpsc::unbounded_channel::<SessionId>();
         let (jobs, jobs_rx) = mpsc::channel(braid_core::endpoint::MAX_IN_PROGRESS);
         let (done_tx, done_rx) = mpsc::unbounded_channel();
         let worker = std::thread::Builder::new()
@@ -175,7 +185,7 @@ impl EndpointLoop {
 }
 /// The receiving ends the endpoint loop selects on.
 struct EndpointChannels {
-    ended_rx: mpsc::UnboundedReceiver<u32>,
+    ended_rx: mpsc::UnboundedReceiver<SessionId>,
     done_rx: mpsc::UnboundedReceiver<HandshakeOutcome>,
 }
 
@@ -195,15 +205,19 @@ impl EndpointLoop {
                         return Err(Failure::Other(format!("the UDP socket on {} failed", me.link.local)));
                     };
                     let now = me.now();
-                    let mut routed: HashMap<u32, Vec<Incoming>> = HashMap::new();
+                    let mut routed: HashMap<SessionId, Vec<Incoming>> = HashMap::new();
                     for d in batch {
                         let from = canonical(d.from);
                         match endpoint.handle(now, d.local, from, &d.data) {
                             DatagramEvent::Route(id) => routed.entry(id).or_default().push(d),
                             DatagramEvent::Handshake(job) => {
-                                // The endpoint bounds the jobs out, so the queue has room.
+                                // The endpoint bounds the jobs out, so the queue has room
+                                // unless the handshake thread is gone.
                                 if let Err(e) = me.jobs.try_send(job) {
-                                    tracing::warn!(error = %e, "handshake queue full");
+                                    if let Some(left_out) = WORKER_GONE.hit() {
+                                        tracing::error!(left_out, "the handshake thread is gone: no client can connect");
+                                    }
+                                    endpoint.abandon(*e.into_inner());
                                 }
                             }
                             other => me.act(other, from, d.local).await,
@@ -255,9 +269,9 @@ impl EndpointLoop {
         }
     }
 
-    fn start_session(&mut self, session: Session, replaces: Option<u32>) {
+    fn start_session(&mut self, session: Session, replaces: Option<SessionId>) {
         if let Some(old) = replaces.and_then(|o| self.sessions.remove(&o)) {
-            let _ = old.app.try_send(AppMsg::Close(0, "replaced by a new session".into()));
+            close(&old.app, "replaced by a new session");
         }
         let id = session.id();
         let key = session.peer_key();
@@ -283,7 +297,7 @@ impl EndpointLoop {
     async fn close_all(mut self, ch: &mut EndpointChannels) -> Result<(), Failure> {
         tracing::info!(sessions = self.sessions.len(), "closing every session");
         for s in self.sessions.values() {
-            let _ = s.app.try_send(AppMsg::Close(0, "server shutting down".into()));
+            close(&s.app, "server shutting down");
         }
         let deadline = tokio::time::sleep(SHUTDOWN_GRACE);
         tokio::pin!(deadline);

@@ -74,8 +74,8 @@ pub struct PathStatus {
 /// One session, as published.
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 pub struct SessionStatus {
-    /// Session id.
-    pub id: u32,
+    /// Session id (16 hex digits, as in the logs).
+    pub id: String,
     /// The peer's label (server side: client name; client side: server address).
     pub peer: String,
     /// Established.
@@ -167,7 +167,8 @@ impl StatusBoard {
     }
 
     /// Removes a session's entry.
-    pub fn remove_session(&self, id: u32) {
+    pub fn remove_session(&self, id: braid_core::SessionId) {
+        let id = id.to_string();
         self.inner.write().unwrap_or_else(|e| e.into_inner()).sessions.retain(|s| s.id != id);
     }
 
@@ -272,7 +273,7 @@ pub fn session_status(
         .collect::<Vec<_>>();
     mem.last.retain(|id, _| paths.iter().any(|p| p.id == *id));
     SessionStatus {
-        id: s.id(),
+        id: s.id().to_string(),
         peer,
         established: s.is_established(),
         scheduler: s.scheduler_name().into(),

@@ -61,6 +61,9 @@ async fn changes_need_the_token_and_browsers_elsewhere_are_refused() {
     assert!(body.contains("evil.example"), "{body}");
     let (code, _) = http(addr, &post(format!("{bearer}\r\nOrigin: null")), "minrtt").await;
     assert_eq!(code, 403);
+    // A page served from another address on the same port is another origin.
+    let other = format!("{bearer}\r\nOrigin: http://198.51.100.7:{port}");
+    assert_eq!(http(addr, &post(other), "minrtt").await.0, 403);
     let same = format!("{bearer}\r\nOrigin: http://localhost:{port}");
     assert_eq!(http(addr, &post(same), "minrtt").await.0, 200, "the daemon's own page may");
     assert_eq!(board.scheduler_requests().borrow().map(|k| k.name()), Some("minrtt"));

@@ -97,16 +97,16 @@ async fn stale_packets_from_the_old_address_do_not_move_the_path_back() {
         ..Scenario::new(Ipv4Addr::LOCALHOST.into(), &["50mbit/10ms"], 0)
     })
     .await;
-    // Until the old address has fallen silent, and one status refresh more.
-    sleep(
-        (out.rebound_at + stale.duration + Duration::from_millis(600))
-            .saturating_duration_since(Instant::now()),
-    )
-    .await;
+    // Until the old address has fallen silent, then until a status shows its packets dropped.
+    sleep((out.rebound_at + stale.duration).saturating_duration_since(Instant::now())).await;
     let old = &out.bed.relays[0].outer_addresses()[0];
     let stale_sent = old.stale_sent.load(Ordering::Relaxed);
-    let st = out.bed.server.board.snapshot();
-    let replayed = st.sessions[0].dropped.get("replayed").copied().unwrap_or(0);
+    let replays = || {
+        let st = out.bed.server.board.snapshot();
+        st.sessions.first().and_then(|s| s.dropped.get("replayed").copied()).unwrap_or(0)
+    };
+    wait_for(Duration::from_secs(5), || (replays() >= stale_sent * 9 / 10).then_some(())).await;
+    let replayed = replays();
     eprintln!("stale datagrams from {}: {stale_sent}; the server dropped {replayed} as replays", old.addr);
     assert!(stale_sent > 1000, "the old address sent only {stale_sent} stale datagrams");
     // They reached the session and were refused by its replay window (a copy that won the race
@@ -168,7 +168,7 @@ async fn rebind_mid_transfer(s: Scenario) -> Outcome {
     let id = wait_for(Duration::from_secs(10), || server_path_from(&bed, old).map(|p| p.id))
         .await
         .unwrap_or_else(|| panic!("no server path from {old}: {:?}", bed.server.board.snapshot().sessions));
-    let session = bed.server.board.snapshot().sessions[0].id;
+    let session = bed.server.board.snapshot().sessions[0].id.clone();
 
     let down = Arc::new(AtomicU64::new(0));
     let up = Arc::new(AtomicU64::new(0));
@@ -222,7 +222,12 @@ async fn rebind_mid_transfer(s: Scenario) -> Outcome {
     assert_eq!(digest, <[u8; 32]>::from(Sha256::digest(&payload[..])), "the upload differs");
 
     // The same session and path, at the new address, carried both directions after the move.
-    sleep(Duration::from_millis(600)).await; // one more status refresh
+    // The status is refreshed every 500 ms: wait for one that shows the transfers' end.
+    let carried = |p: &PathStatus| {
+        p.bytes_sent - at_validation.bytes_sent >= CARRIED_AFTER
+            && p.stream_bytes_received - at_validation.stream_bytes_received >= CARRIED_AFTER
+    };
+    wait_for(Duration::from_secs(5), || server_path(&bed, id).filter(carried)).await;
     let st = bed.server.board.snapshot();
     assert_eq!(st.sessions.len(), 1);
     assert_eq!(st.sessions[0].id, session, "the session was replaced");

@@ -158,6 +158,9 @@ pub struct CookieJar {
     seal_key: [u8; 32],
     cookie: Option<([u8; COOKIE_LEN], Timestamp)>,
     last_mac1: Option<[u8; MAC_LEN]>,
+    /// The message whose cookie reply was taken: one reply per message, so a recorded reply
+    /// replayed at us cannot make us resend again and again.
+    answered: Option<[u8; MAC_LEN]>,
 }
 
 impl std::fmt::Debug for CookieJar {
@@ -174,6 +177,7 @@ impl CookieJar {
             seal_key: hash(LABEL_COOKIE, server),
             cookie: None,
             last_mac1: None,
+            answered: None,
         }
     }
 
@@ -189,7 +193,7 @@ impl CookieJar {
         init[MAC2_OFFSET..].copy_from_slice(&m2);
     }
 
-    /// Takes a COOKIE_REPLY addressed to the last stamped message.
+    /// Takes a COOKIE_REPLY addressed to the last stamped message (one per message).
     pub fn on_reply(
         &mut self,
         now: Timestamp,
@@ -197,12 +201,16 @@ impl CookieJar {
         sealed: &[u8; COOKIE_LEN + TAG_LEN],
     ) -> Result<(), CookieError> {
         let aad = self.last_mac1.ok_or(CookieError)?;
+        if self.answered == Some(aad) {
+            return Err(CookieError);
+        }
         let (body, tag) = sealed.split_at(COOKIE_LEN);
         let mut cookie: [u8; COOKIE_LEN] = body.try_into().expect("16 bytes");
         XChaCha20Poly1305::new((&self.seal_key).into())
             .decrypt_in_place_detached(XNonce::from_slice(nonce), &aad, &mut cookie, tag.into())
             .map_err(|_| CookieError)?;
         self.cookie = Some((cookie, now));
+        self.answered = Some(aad);
         Ok(())
     }
 }
@@ -247,6 +255,11 @@ mod tests {
         let reply = checker.reply(t, &mut rng, &init, me);
         let (nonce, sealed) = reply[1..].split_at(COOKIE_NONCE_LEN);
         jar.on_reply(t, nonce.try_into().unwrap(), sealed.try_into().unwrap()).unwrap();
+        assert_eq!(
+            jar.on_reply(t, nonce.try_into().unwrap(), sealed.try_into().unwrap()),
+            Err(CookieError),
+            "one reply per message: a replayed reply is not taken"
+        );
         jar.stamp(t, &mut init);
         assert!(checker.mac2_ok(t, &init, me));
         assert!(!checker.mac2_ok(t, &init, "192.0.2.1:4001".parse().unwrap()), "another port");

@@ -4,9 +4,9 @@
 //! IK:
 //!   <- s
 //!   ...
-//!   -> e, es, s, ss      HANDSHAKE_INIT: payload = client session id (u32) || timestamp (u64)
+//!   -> e, es, s, ss      HANDSHAKE_INIT: payload = client session id (u64) || timestamp (u64)
 //!                                        || preferred cipher (u8); then mac1, mac2 (see cookie)
-//!   <- e, ee, se         HANDSHAKE_RESP: payload = status (u8) || server session id (u32)
+//!   <- e, ee, se         HANDSHAKE_RESP: payload = status (u8) || server session id (u64)
 //!                                        || agreed cipher (u8) || stateless reset token (16)
 //! ```
 //! The client knows the server's static key beforehand; the server learns the client's static key
@@ -22,6 +22,7 @@
 use super::aead::Cipher;
 use super::keys::{PublicKey, StaticSecret};
 use super::seed::Seed;
+use crate::wire::SessionId;
 use crate::wire::{
     HANDSHAKE_INIT_LEN, HANDSHAKE_INIT_PAYLOAD_LEN, HANDSHAKE_RESP_LEN, HANDSHAKE_RESP_PAYLOAD_LEN,
     MAC1_OFFSET, RESET_TOKEN_LEN, TYPE_HANDSHAKE_INIT, TYPE_HANDSHAKE_RESP, VERSION,
@@ -136,7 +137,7 @@ impl std::fmt::Debug for Initiator {
 #[derive(Debug)]
 pub enum Response {
     /// Admitted: the session keys and the server's session id.
-    Accepted { keys: Box<SessionKeys>, server_session_id: u32 },
+    Accepted { keys: Box<SessionKeys>, server_session_id: SessionId },
     /// The server does not admit our key.
     Refused,
 }
@@ -146,7 +147,7 @@ impl Initiator {
     pub fn new(
         local: &StaticSecret,
         server: &PublicKey,
-        client_session_id: u32,
+        client_session_id: SessionId,
         timestamp: u64,
         cipher: Cipher,
         seed: &Seed,
@@ -158,9 +159,9 @@ impl Initiator {
             .and_then(|b| b.build_initiator())
             .expect("valid 32-byte keys");
         let mut payload = [0u8; HANDSHAKE_INIT_PAYLOAD_LEN];
-        payload[..4].copy_from_slice(&client_session_id.to_be_bytes());
-        payload[4..12].copy_from_slice(&timestamp.to_be_bytes());
-        payload[12] = cipher.code();
+        payload[..8].copy_from_slice(&client_session_id.0.to_be_bytes());
+        payload[8..16].copy_from_slice(&timestamp.to_be_bytes());
+        payload[16] = cipher.code();
         let mut init_packet = vec![0u8; HANDSHAKE_INIT_LEN];
         init_packet[0] = TYPE_HANDSHAKE_INIT;
         init_packet[1] = VERSION;
@@ -181,10 +182,10 @@ impl Initiator {
                 keys: Box::new(split(
                     &mut self.hs,
                     true,
-                    Cipher::from_code(payload[5]).ok_or(HandshakeError::Payload)?,
-                    Some(payload[6..6 + RESET_TOKEN_LEN].try_into().expect("16 bytes")),
+                    Cipher::from_code(payload[9]).ok_or(HandshakeError::Payload)?,
+                    Some(payload[10..10 + RESET_TOKEN_LEN].try_into().expect("16 bytes")),
                 )),
-                server_session_id: u32::from_be_bytes(payload[1..5].try_into().expect("4")),
+                server_session_id: SessionId(u64::from_be_bytes(payload[1..9].try_into().expect("8"))),
             }),
             STATUS_REFUSED => Ok(Response::Refused),
             _ => Err(HandshakeError::Payload),
@@ -198,7 +199,7 @@ pub struct Responder {
     /// The client's static key.
     pub client_key: PublicKey,
     /// The client's session id (the id we put in packets to it).
-    pub client_session_id: u32,
+    pub client_session_id: SessionId,
     /// The client's handshake timestamp.
     pub timestamp: u64,
     /// The cipher the client asked for.
@@ -232,29 +233,29 @@ impl Responder {
         Ok(Responder {
             hs,
             client_key,
-            client_session_id: u32::from_be_bytes(payload[..4].try_into().expect("4")),
-            timestamp: u64::from_be_bytes(payload[4..12].try_into().expect("8")),
-            client_cipher: Cipher::from_code(payload[12]).ok_or(HandshakeError::Payload)?,
+            client_session_id: SessionId(u64::from_be_bytes(payload[..8].try_into().expect("8"))),
+            timestamp: u64::from_be_bytes(payload[8..16].try_into().expect("8")),
+            client_cipher: Cipher::from_code(payload[16]).ok_or(HandshakeError::Payload)?,
         })
     }
 
     fn respond(
         mut self,
         status: u8,
-        server_session_id: u32,
+        server_session_id: SessionId,
         cipher: Cipher,
         reset_token: [u8; RESET_TOKEN_LEN],
     ) -> (Vec<u8>, HandshakeState) {
         let mut payload = [0u8; HANDSHAKE_RESP_PAYLOAD_LEN];
         payload[0] = status;
-        payload[1..5].copy_from_slice(&server_session_id.to_be_bytes());
-        payload[5] = cipher.code();
-        payload[6..].copy_from_slice(&reset_token);
+        payload[1..9].copy_from_slice(&server_session_id.0.to_be_bytes());
+        payload[9] = cipher.code();
+        payload[10..].copy_from_slice(&reset_token);
         let mut packet = vec![0u8; HANDSHAKE_RESP_LEN];
         packet[0] = TYPE_HANDSHAKE_RESP;
-        packet[1..5].copy_from_slice(&self.client_session_id.to_be_bytes());
-        let n = self.hs.write_message(&payload, &mut packet[5..]).expect("message 2 fits");
-        debug_assert_eq!(n + 5, HANDSHAKE_RESP_LEN);
+        packet[1..9].copy_from_slice(&self.client_session_id.0.to_be_bytes());
+        let n = self.hs.write_message(&payload, &mut packet[9..]).expect("message 2 fits");
+        debug_assert_eq!(n + 9, HANDSHAKE_RESP_LEN);
         (packet, self.hs)
     }
 
@@ -262,7 +263,7 @@ impl Responder {
     /// HANDSHAKE_RESP (carrying the session's stateless reset token) and the session keys.
     pub fn accept(
         self,
-        server_session_id: u32,
+        server_session_id: SessionId,
         cipher: Cipher,
         reset_token: [u8; RESET_TOKEN_LEN],
     ) -> (Vec<u8>, SessionKeys) {
@@ -273,7 +274,7 @@ impl Responder {
 
     /// Refuses the client with an authenticated answer no larger than its message 1.
     pub fn refuse(self) -> Vec<u8> {
-        self.respond(STATUS_REFUSED, 0, Cipher::ChaCha20Poly1305, [0; RESET_TOKEN_LEN]).0
+        self.respond(STATUS_REFUSED, SessionId(0), Cipher::ChaCha20Poly1305, [0; RESET_TOKEN_LEN]).0
     }
 }
 
@@ -300,18 +301,24 @@ mod tests {
 
     fn handshake_with(client_wants: Cipher, server_wants: Cipher, agreed: Cipher) {
         let (client, server) = keys();
-        let mut init =
-            Initiator::new(&client, &server.public_key(), 77, 1000, client_wants, &Seed::from_u64(1));
+        let mut init = Initiator::new(
+            &client,
+            &server.public_key(),
+            SessionId(77),
+            1000,
+            client_wants,
+            &Seed::from_u64(1),
+        );
         let r = Responder::read_init(&server, &init.init_packet[2..MAC1_OFFSET], &Seed::from_u64(2)).unwrap();
         assert_eq!(r.client_key, client.public_key());
-        assert_eq!((r.client_session_id, r.timestamp, r.client_cipher), (77, 1000, client_wants));
-        let (resp, server_keys) = r.accept(99, server_wants, [7; RESET_TOKEN_LEN]);
+        assert_eq!((r.client_session_id, r.timestamp, r.client_cipher), (SessionId(77), 1000, client_wants));
+        let (resp, server_keys) = r.accept(SessionId(99), server_wants, [7; RESET_TOKEN_LEN]);
         assert_eq!(server_keys.cipher, agreed);
         assert!(resp.len() < init.init_packet.len());
-        let Response::Accepted { keys, server_session_id } = init.read_response(&resp[5..]).unwrap() else {
+        let Response::Accepted { keys, server_session_id } = init.read_response(&resp[9..]).unwrap() else {
             panic!("accepted")
         };
-        assert_eq!((server_session_id, keys.cipher), (99, agreed));
+        assert_eq!((server_session_id, keys.cipher), (SessionId(99), agreed));
         assert_eq!(keys.reset_token, Some([7; RESET_TOKEN_LEN]));
         assert_eq!(server_keys.reset_token, None);
         assert_eq!((keys.send, keys.recv), (server_keys.recv, server_keys.send));
@@ -322,22 +329,31 @@ mod tests {
         let (client, server) = keys();
         let other = StaticSecret::from_bytes([3; 32]);
         let (s1, s2) = (Seed::from_u64(1), Seed::from_u64(2));
-        let init = Initiator::new(&client, &other.public_key(), 1, 1, Cipher::ChaCha20Poly1305, &s1);
+        let init =
+            Initiator::new(&client, &other.public_key(), SessionId(1), 1, Cipher::ChaCha20Poly1305, &s1);
         assert_eq!(
             Responder::read_init(&server, &init.init_packet[2..MAC1_OFFSET], &s2).unwrap_err(),
             HandshakeError::Decrypt
         );
-        let mut init = Initiator::new(&client, &server.public_key(), 1, 1, Cipher::ChaCha20Poly1305, &s1);
+        let mut init =
+            Initiator::new(&client, &server.public_key(), SessionId(1), 1, Cipher::ChaCha20Poly1305, &s1);
         let r = Responder::read_init(&server, &init.init_packet[2..MAC1_OFFSET], &s2).unwrap();
         let resp = r.refuse();
-        assert!(matches!(init.read_response(&resp[5..]), Ok(Response::Refused)));
+        assert!(matches!(init.read_response(&resp[9..]), Ok(Response::Refused)));
     }
 
     #[test]
     fn same_seed_same_bytes() {
         let (client, server) = keys();
         let new = |n| {
-            Initiator::new(&client, &server.public_key(), 5, 6, Cipher::ChaCha20Poly1305, &Seed::from_u64(n))
+            Initiator::new(
+                &client,
+                &server.public_key(),
+                SessionId(5),
+                6,
+                Cipher::ChaCha20Poly1305,
+                &Seed::from_u64(n),
+            )
         };
         let (a, b, c) = (new(42), new(42), new(43));
         assert_eq!(a.init_packet, b.init_packet);

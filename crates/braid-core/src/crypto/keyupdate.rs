@@ -258,12 +258,14 @@ impl KeySchedule {
         })
     }
 
-    /// When the previous receive key is dropped, if one is held (a timer of the session).
+    /// When the previous receive key is dropped, if one is held (it is dropped lazily, at the
+    /// first seal or open after this time).
     pub fn previous_expiry(&self) -> Option<Timestamp> {
         self.previous.as_ref().map(|(_, t)| *t)
     }
 
-    /// When a time-based update becomes due (None: waiting for the peer's confirmation).
+    /// When a time-based update becomes due (None: waiting for the peer's confirmation); it
+    /// happens at the first seal after this time (idle paths send keepalives every second).
     pub fn update_deadline(&self) -> Option<Timestamp> {
         self.confirmed.then_some(self.started + self.policy.interval)
     }
@@ -316,7 +318,13 @@ mod tests {
 
     fn packet(pn: u64) -> Vec<u8> {
         let mut p = vec![0u8; DATA_HEADER_LEN];
-        DataHeader { session_id: 1, path_id: 0, truncated_pn: pn as u32, key_phase: 0 }.write(&mut p);
+        DataHeader {
+            session_id: crate::wire::SessionId(1),
+            path_id: 0,
+            truncated_pn: pn as u32,
+            key_phase: 0,
+        }
+        .write(&mut p);
         p.extend_from_slice(b"frames");
         p
     }

@@ -10,10 +10,30 @@
 use crate::config::ServerConfig;
 use crate::crypto::handshake::{Responder, SessionKeys};
 use crate::crypto::{PublicKey, Seed};
+use crate::endpoint::ratelimit::RateLimiter;
 use crate::endpoint::recent::Fingerprint;
-use crate::wire::{MAC1_OFFSET, RESET_TOKEN_LEN};
+use crate::time::Timestamp;
+use crate::wire::{SessionId, MAC1_OFFSET, RESET_TOKEN_LEN};
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+/// Refusals written per second, all sources together: each costs two more Diffie-Hellman
+/// operations, so a flood of unknown keys cannot double the handshake thread's work.
+pub(super) const REFUSALS_PER_SECOND: f64 = 10.0;
+
+/// The one bucket of refusals, shared with the thread that runs the jobs.
+#[derive(Debug, Clone)]
+pub(super) struct RefusalBudget(Arc<Mutex<RateLimiter>>);
+
+impl RefusalBudget {
+    pub(super) fn new() -> Self {
+        RefusalBudget(Arc::new(Mutex::new(RateLimiter::new(REFUSALS_PER_SECOND, REFUSALS_PER_SECOND, 1))))
+    }
+
+    fn take(&self, now: Timestamp) -> bool {
+        self.0.lock().map(|mut r| r.allow_key(now, 0)).unwrap_or(false)
+    }
+}
 
 /// A HANDSHAKE_INIT that passed the cheap checks, waiting for its public-key work.
 pub struct HandshakeJob {
@@ -24,12 +44,13 @@ pub struct HandshakeJob {
     pub local: Option<SocketAddr>,
     pub(super) init: Vec<u8>,
     pub(super) fingerprint: Fingerprint,
-    pub(super) session_id: u32,
+    pub(super) session_id: SessionId,
     pub(super) reset_token: [u8; RESET_TOKEN_LEN],
     pub(super) seed: Seed,
-    /// Whether a refusal may be written (refusals cost two more Diffie-Hellman operations
-    /// and are rate-limited).
-    pub(super) may_refuse: bool,
+    /// When the message arrived.
+    pub(super) at: Timestamp,
+    /// Refusals are written only while this budget lasts.
+    pub(super) refusals: RefusalBudget,
 }
 
 impl std::fmt::Debug for HandshakeJob {
@@ -48,7 +69,7 @@ pub(super) enum Verdict {
     Admitted {
         client: PublicKey,
         timestamp: u64,
-        client_session: u32,
+        client_session: SessionId,
         response: Vec<u8>,
         keys: Box<SessionKeys>,
     },
@@ -86,7 +107,7 @@ impl HandshakeJob {
             Err(_) => Verdict::Undecryptable,
             Ok(r) if !self.config.clients.contains(&r.client_key) => {
                 let client = r.client_key;
-                Verdict::Refused { client, response: self.may_refuse.then(|| r.refuse()) }
+                Verdict::Refused { client, response: self.refusals.take(self.at).then(|| r.refuse()) }
             }
             Ok(r) => {
                 let (client, timestamp, client_session) = (r.client_key, r.timestamp, r.client_session_id);

@@ -10,9 +10,14 @@
 //! 3. the replay table ([`recent`]): a message seen in the last two minutes is answered from
 //!    the table (its session, or its refusal) or dropped;
 //! 4. under load (many handshakes in progress), `mac2`: without a cookie for its source the
-//!    sender gets a COOKIE_REPLY, smaller than its message, and no public-key work;
-//! 5. the per-source rate limit ([`ratelimit`]: 20 a second, bursts of 5, per host);
-//! 6. the bound on handshakes in progress.
+//!    sender gets a COOKIE_REPLY, smaller than its message, and no public-key work; with one,
+//!    the per-source rate limit ([`ratelimit`]: 20 a second, bursts of 5, per host). As in
+//!    WireGuard the limit applies only to sources a cookie proved, so nobody can spend
+//!    another host's handshakes by spoofing its address;
+//! 5. the bound on handshakes in progress.
+//!
+//! Other answers to the unauthenticated are limited per *session id* or per *message*, not
+//! per source address, for the same reason: a spoofer cannot silence a client's resets.
 //!
 //! Then it becomes a [`HandshakeJob`] that the driver runs off the data path and hands back
 //! to [`Endpoint::complete`]. Sessions are handed to the driver when created (one driver per
@@ -28,9 +33,9 @@ use crate::crypto::reset::ResetKey;
 use crate::crypto::{PublicKey, Seed};
 use crate::session::{DropReason, Session};
 use crate::time::Timestamp;
-use crate::wire::{self, Header, HANDSHAKE_INIT_LEN, STATELESS_RESET_LEN, TYPE_STATELESS_RESET};
-use job::Verdict;
+use crate::wire::{self, Header, SessionId, HANDSHAKE_INIT_LEN, STATELESS_RESET_LEN, TYPE_STATELESS_RESET};
 pub use job::{HandshakeJob, HandshakeOutcome};
+use job::{RefusalBudget, Verdict};
 use rand_chacha::ChaCha20Rng;
 use rand_core::RngCore;
 use ratelimit::{RateLimiter, MAX_SOURCES};
@@ -47,16 +52,17 @@ pub const LOAD_THRESHOLD: usize = MAX_IN_PROGRESS / 8;
 /// Load is remembered this long after it fell (WireGuard: 1 s), so the cookie demand does not
 /// flap.
 const LOAD_MEMORY: Duration = Duration::from_secs(1);
-/// Handshakes started per source host and second, and their burst (WireGuard's values).
+/// Handshakes started per cookie-proven source host and second under load, and their burst
+/// (WireGuard's values).
 const HANDSHAKES_PER_SECOND: f64 = 20.0;
 const HANDSHAKE_BURST: f64 = 5.0;
-/// Answers to unauthenticated packets (cookie replies, resets, repeated refusals) per source.
-const REPLIES_PER_SECOND: f64 = 20.0;
-const REPLY_BURST: f64 = 5.0;
-/// Refusals written (two Diffie-Hellman operations each) per second, all sources.
-const REFUSALS_PER_SECOND: f64 = 10.0;
-/// The one bucket of refusals: every source shares it.
-const EVERY_SOURCE: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), 0);
+/// Answers per session id (stateless resets, handshake retransmissions) or per handshake
+/// message (repeated refusals), a second.
+const ANSWERS_PER_SECOND: f64 = 20.0;
+const ANSWER_BURST: f64 = 5.0;
+/// Cookie replies per second, all sources: bounds the work a flood of valid-`mac1` junk can
+/// cause under load (each reply is smaller than its cause, so this is not about reflection).
+const COOKIES_PER_SECOND: f64 = 20_000.0;
 /// At most one log line per this interval for refused keys.
 const REFUSAL_LOG_EVERY: Duration = Duration::from_secs(10);
 
@@ -64,7 +70,7 @@ const REFUSAL_LOG_EVERY: Duration = Duration::from_secs(10);
 #[derive(Debug)]
 pub enum DatagramEvent {
     /// Give it to the session with this id.
-    Route(u32),
+    Route(SessionId),
     /// Run this job off the data path, then give its outcome to [`Endpoint::complete`].
     Handshake(Box<HandshakeJob>),
     /// A client was admitted: the driver now owns this session (its first `poll_transmit`
@@ -74,7 +80,7 @@ pub enum DatagramEvent {
         /// The new session.
         session: Box<Session>,
         /// The previous session of this client, if any.
-        replaces: Option<u32>,
+        replaces: Option<SessionId>,
     },
     /// Send these bytes back to the sender (a refusal, a cookie reply or a stateless reset,
     /// each smaller than what it sent).
@@ -111,19 +117,23 @@ struct RefusalLog {
 pub struct Endpoint {
     config: Arc<ServerConfig>,
     session_config: Arc<crate::SessionConfig>,
-    sessions: HashMap<u32, Known>,
-    by_client: HashMap<PublicKey, u32>,
+    sessions: HashMap<SessionId, Known>,
+    by_client: HashMap<PublicKey, SessionId>,
     /// Highest handshake timestamp accepted per client key (outlives sessions).
     last_timestamp: HashMap<PublicKey, u64>,
     rng: ChaCha20Rng,
     cookies: CookieChecker,
     reset_key: ResetKey,
     recent: Recent,
+    /// Handshakes by cookie-proven source, under load.
     handshakes: RateLimiter,
-    replies: RateLimiter,
-    refusals: RateLimiter,
+    /// Answers by session id or message fingerprint.
+    answers: RateLimiter,
+    /// Cookie replies, all sources.
+    cookie_replies: RateLimiter,
+    refusals: RefusalBudget,
     /// Session ids handed to jobs in progress.
-    reserved: HashSet<u32>,
+    reserved: HashSet<SessionId>,
     under_load_until: Option<Timestamp>,
     refusal_log: RefusalLog,
     /// Datagrams dropped before reaching a session, by reason.
@@ -148,8 +158,9 @@ impl Endpoint {
             rng: seed.rng(),
             recent: Recent::default(),
             handshakes: RateLimiter::new(HANDSHAKES_PER_SECOND, HANDSHAKE_BURST, MAX_SOURCES),
-            replies: RateLimiter::new(REPLIES_PER_SECOND, REPLY_BURST, MAX_SOURCES),
-            refusals: RateLimiter::new(REFUSALS_PER_SECOND, REFUSALS_PER_SECOND, 1),
+            answers: RateLimiter::new(ANSWERS_PER_SECOND, ANSWER_BURST, MAX_SOURCES),
+            cookie_replies: RateLimiter::new(COOKIES_PER_SECOND, COOKIES_PER_SECOND / 10.0, 1),
+            refusals: RefusalBudget::new(),
             reserved: HashSet::new(),
             under_load_until: None,
             refusal_log: RefusalLog::default(),
@@ -169,7 +180,7 @@ impl Endpoint {
     }
 
     /// The client key of a session.
-    pub fn client_of(&self, session: u32) -> Option<PublicKey> {
+    pub fn client_of(&self, session: SessionId) -> Option<PublicKey> {
         self.sessions.get(&session).map(|k| k.client)
     }
 
@@ -192,7 +203,7 @@ impl Endpoint {
                 if self.sessions.contains_key(&h.session_id) {
                     DatagramEvent::Route(h.session_id)
                 } else {
-                    self.on_unknown_session(now, remote, h.session_id, data.len())
+                    self.on_unknown_session(now, h.session_id, data.len())
                 }
             }
             Ok(Header::HandshakeResp { .. } | Header::CookieReply { .. } | Header::StatelessReset { .. }) => {
@@ -203,16 +214,14 @@ impl Endpoint {
     }
 
     /// RFC 9000 §10.3: a packet for a session we do not know gets a stateless reset the client
-    /// can authenticate, smaller than the packet, within the per-source reply limit.
-    fn on_unknown_session(
-        &mut self,
-        now: Timestamp,
-        remote: SocketAddr,
-        id: u32,
-        len: usize,
-    ) -> DatagramEvent {
+    /// can authenticate, smaller than the packet — if we could have issued its session id (so
+    /// guessed ids get nothing, see `crypto::reset`), within the per-session answer limit.
+    fn on_unknown_session(&mut self, now: Timestamp, id: SessionId, len: usize) -> DatagramEvent {
         *self.dropped.entry(DropReason::UnknownSession).or_insert(0) += 1;
-        if len <= STATELESS_RESET_LEN || !self.replies.allow(now, remote) {
+        if len <= STATELESS_RESET_LEN
+            || !self.reset_key.issued(id)
+            || !self.answers.allow_key(now, u128::from(id.0))
+        {
             return DatagramEvent::Dropped(DropReason::UnknownSession);
         }
         self.replied.resets += 1;
@@ -243,15 +252,15 @@ impl Endpoint {
         match self.recent.get(now, &fingerprint).cloned() {
             None => {}
             Some(Seen::Session(id)) if self.sessions.contains_key(&id) => {
-                // A retransmission: the session answers again, within the reply limit.
-                if !self.replies.allow(now, remote) {
+                // A retransmission: the session answers again, within its answer limit.
+                if !self.answers.allow_key(now, u128::from(id.0)) {
                     return self.drop(DropReason::RateLimited);
                 }
                 return DatagramEvent::Route(id);
             }
             Some(Seen::Refused(Some(answer))) => {
                 *self.dropped.entry(DropReason::Refused).or_insert(0) += 1;
-                if !self.replies.allow(now, remote) {
+                if !self.answers.allow_key(now, u128::from_be_bytes(fingerprint)) {
                     return DatagramEvent::Dropped(DropReason::Refused);
                 }
                 self.replied.refusals += 1;
@@ -261,30 +270,31 @@ impl Endpoint {
             Some(Seen::Pending) => return self.drop(DropReason::DuplicateHandshake),
             Some(Seen::Session(_) | Seen::Failed) => return self.drop(DropReason::StaleHandshake),
         }
-        if self.under_load(now) && !self.cookies.mac2_ok(now, data, remote) {
-            if !self.replies.allow(now, remote) {
+        if self.under_load(now) {
+            if !self.cookies.mac2_ok(now, data, remote) {
+                if !self.cookie_replies.allow_key(now, 0) {
+                    return self.drop(DropReason::Overloaded);
+                }
+                self.replied.cookies += 1;
+                *self.dropped.entry(DropReason::CookieNeeded).or_insert(0) += 1;
+                return DatagramEvent::Respond(self.cookies.reply(now, &mut self.rng, data, remote).to_vec());
+            }
+            // The cookie proved the source: now its rate counts.
+            if !self.handshakes.allow(now, remote) {
                 return self.drop(DropReason::RateLimited);
             }
-            self.replied.cookies += 1;
-            *self.dropped.entry(DropReason::CookieNeeded).or_insert(0) += 1;
-            return DatagramEvent::Respond(self.cookies.reply(now, &mut self.rng, data, remote).to_vec());
-        }
-        if !self.handshakes.allow(now, remote) {
-            return self.drop(DropReason::RateLimited);
         }
         if self.reserved.len() >= MAX_IN_PROGRESS {
             return self.drop(DropReason::Overloaded);
         }
-        let mut session_id = self.rng.next_u32();
-        while session_id == 0
-            || self.sessions.contains_key(&session_id)
-            || self.reserved.contains(&session_id)
-        {
-            session_id = self.rng.next_u32();
-        }
+        let session_id = loop {
+            let id = self.reset_key.session_id(self.rng.next_u32());
+            if id.0 != 0 && !self.sessions.contains_key(&id) && !self.reserved.contains(&id) {
+                break id;
+            }
+        };
         self.reserved.insert(session_id);
         self.recent.insert(now, fingerprint, Seen::Pending);
-        let may_refuse = self.refusals.allow(now, EVERY_SOURCE);
         DatagramEvent::Handshake(Box::new(HandshakeJob {
             config: self.config.clone(),
             remote,
@@ -294,8 +304,16 @@ impl Endpoint {
             session_id,
             reset_token: self.reset_key.token(session_id),
             seed: Seed::draw(&mut self.rng),
-            may_refuse,
+            at: now,
+            refusals: self.refusals.clone(),
         }))
+    }
+
+    /// Gives back a job the driver could not run (its queue failed): the message may be tried
+    /// again when the client retransmits it.
+    pub fn abandon(&mut self, job: HandshakeJob) {
+        self.reserved.remove(&job.session_id);
+        self.recent.remove(&job.fingerprint);
     }
 
     /// [`Endpoint::handle`] with the public-key work of a handshake done at once, in line: for
@@ -360,7 +378,7 @@ impl Endpoint {
                 self.sessions.insert(id, Known { client });
                 self.last_timestamp.insert(client, timestamp);
                 self.recent.insert(now, job.fingerprint, Seen::Session(id));
-                tracing::info!(%client, remote = %job.remote, session = id, "session accepted");
+                tracing::info!(%client, remote = %job.remote, session = %id, "session accepted");
                 DatagramEvent::Accepted { session: Box::new(session), replaces }
             }
         }
@@ -384,7 +402,7 @@ impl Endpoint {
     }
 
     /// Forgets a session that ended: its packets now get a stateless reset.
-    pub fn forget(&mut self, id: u32) {
+    pub fn forget(&mut self, id: SessionId) {
         if let Some(k) = self.sessions.remove(&id) {
             if self.by_client.get(&k.client) == Some(&id) {
                 self.by_client.remove(&k.client);

@@ -1,10 +1,12 @@
-//! Per-source token buckets, WireGuard's ratelimiter (`ratelimiter.c`: 20 packets a second per
+//! Token buckets by key, WireGuard's ratelimiter (`ratelimiter.c`: 20 packets a second per
 //! source, a burst of 5), with time injected.
 //!
-//! A source is an IPv4 address or an IPv6 /64 (one host usually holds a whole /64). The table is
-//! bounded: when full, idle sources (a full bucket) are swept out, and if it is still full one
-//! entry is evicted, so memory stays bounded under a flood of spoofed sources (which the cookie
-//! check, not this table, stops).
+//! A key is a source ([`source_key`]: an IPv4 address or an IPv6 /64, since one host usually
+//! holds a whole /64), a session id, or any other 128-bit value. The table is bounded, as
+//! WireGuard's is: when it is full, idle keys (a full bucket) are swept out — at most once a
+//! second, so a flood of new keys cannot make every packet pay for a sweep — and a new key that
+//! still finds no room is refused. Only keys an attacker cannot mint freely (sources proven by
+//! a cookie, session ids the server issued) are tracked, so a full table means real load.
 
 use crate::time::Timestamp;
 use std::collections::HashMap;
@@ -19,16 +21,18 @@ struct Bucket {
     at: Timestamp,
 }
 
-/// Token buckets by source.
+/// Token buckets by key.
 #[derive(Debug)]
 pub struct RateLimiter {
     per_second: f64,
     burst: f64,
     max: usize,
     table: HashMap<u128, Bucket>,
+    swept: Option<Timestamp>,
 }
 
-fn source_key(addr: SocketAddr) -> u128 {
+/// The key of a source: its IPv4 address, or its IPv6 /64.
+pub fn source_key(addr: SocketAddr) -> u128 {
     match addr.ip() {
         IpAddr::V4(v4) => u128::from(v4.to_ipv6_mapped()),
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
@@ -41,18 +45,23 @@ fn source_key(addr: SocketAddr) -> u128 {
 impl RateLimiter {
     /// `per_second` events per source with bursts of `burst`, for at most `max` sources.
     pub fn new(per_second: f64, burst: f64, max: usize) -> Self {
-        RateLimiter { per_second, burst, max: max.max(1), table: HashMap::new() }
+        RateLimiter { per_second, burst, max: max.max(1), table: HashMap::new(), swept: None }
     }
 
     /// Takes one token of `source`'s bucket at `now`, if it has one.
     pub fn allow(&mut self, now: Timestamp, source: SocketAddr) -> bool {
-        let key = source_key(source);
+        self.allow_key(now, source_key(source))
+    }
+
+    /// Takes one token of `key`'s bucket at `now`, if it has one (and there is room for it).
+    pub fn allow_key(&mut self, now: Timestamp, key: u128) -> bool {
         if !self.table.contains_key(&key) && self.table.len() >= self.max {
-            self.sweep(now);
+            if self.swept.is_none_or(|t| now >= t + std::time::Duration::from_secs(1)) {
+                self.swept = Some(now);
+                self.sweep(now);
+            }
             if self.table.len() >= self.max {
-                if let Some(k) = self.table.keys().next().copied() {
-                    self.table.remove(&k);
-                }
+                return false;
             }
         }
         let b = self.table.entry(key).or_insert(Bucket { tokens: self.burst, at: now });
@@ -116,9 +125,15 @@ mod tests {
         assert!(r.allow(at(0), "[2001:db8::1]:1".parse().unwrap()));
         assert!(!r.allow(at(0), "[2001:db8::2]:1".parse().unwrap()), "same /64");
         assert!(r.allow(at(0), "[2001:db8:0:1::1]:1".parse().unwrap()), "another /64");
-        for i in 0..100u32 {
-            let a = SocketAddr::new(IpAddr::V4(std::net::Ipv4Addr::from(0xc000_0000u32 + i)), 1);
-            assert!(r.allow(at(0), a), "a new source is never refused for lack of room");
+        let v4 = |i: u32| SocketAddr::new(IpAddr::V4(std::net::Ipv4Addr::from(0xc000_0000u32 + i)), 1);
+        assert!(r.allow(at(0), v4(0)));
+        assert!(r.allow(at(0), v4(1)));
+        assert_eq!(r.len(), 4);
+        assert!(!r.allow(at(0), v4(2)), "no room: refused, as WireGuard does");
+        // A second later the idle entries are swept out and new keys fit again.
+        assert!(r.allow(at(1000), v4(3)));
+        for i in 4..100 {
+            r.allow(at(1000), v4(i));
             assert!(r.len() <= 4);
         }
     }

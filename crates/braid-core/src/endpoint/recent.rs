@@ -27,7 +27,7 @@ pub enum Seen {
     /// Being processed off the data path.
     Pending,
     /// It created this session.
-    Session(u32),
+    Session(crate::wire::SessionId),
     /// Its key is not admitted; the refusal sent (if one was).
     Refused(Option<Arc<[u8]>>),
     /// It did not open, or it was stale.
@@ -56,6 +56,11 @@ impl Recent {
         }
         self.map.insert(fp, (seen, now));
         self.order.push_back((fp, now));
+    }
+
+    /// Forgets `fp` (its handshake was never processed: a retransmission gets another try).
+    pub fn remove(&mut self, fp: &Fingerprint) {
+        self.map.remove(fp);
     }
 
     /// Entries held.
@@ -96,8 +101,8 @@ mod tests {
         let mut r = Recent::default();
         let t = Timestamp::ZERO;
         r.insert(t, [1; MAC_LEN], Seen::Pending);
-        r.insert(t, [1; MAC_LEN], Seen::Session(5));
-        assert_eq!(r.get(t, &[1; MAC_LEN]), Some(&Seen::Session(5)));
+        r.insert(t, [1; MAC_LEN], Seen::Session(crate::wire::SessionId(5)));
+        assert_eq!(r.get(t, &[1; MAC_LEN]), Some(&Seen::Session(crate::wire::SessionId(5))));
         assert_eq!(r.get(t + RECENT_LIFETIME, &[1; MAC_LEN]), None);
         r.insert(t + RECENT_LIFETIME, [2; MAC_LEN], Seen::Failed);
         assert_eq!(r.len(), 1, "the expired entry went");

@@ -78,6 +78,19 @@ pub struct Challenge {
     pub tries: u32,
     /// When validation began (it fails if not done within `VALIDATION_TIMEOUT`).
     pub started: Timestamp,
+    /// Bytes received from `remote` since validation began, and bytes sent there: a migration
+    /// (RFC 9000 §9.3.1) may send at most three times what came from the new address.
+    pub bytes_in: u64,
+    /// Bytes sent to `remote` for this validation.
+    pub bytes_out: u64,
+}
+
+impl Challenge {
+    /// A challenge of `remote` with `token`, started at `now`, for a packet of `bytes` that
+    /// came from `remote`.
+    pub fn new(token: [u8; 8], remote: SocketAddr, now: Timestamp, bytes: u64) -> Self {
+        Challenge { token, remote, sent: None, tries: 0, started: now, bytes_in: bytes, bytes_out: 0 }
+    }
 }
 
 /// One path of a session.
@@ -233,6 +246,20 @@ impl Path {
             (self.stats.bytes_received * 3).saturating_sub(self.stats.bytes_sent) as usize
         } else {
             usize::MAX
+        }
+    }
+
+    /// What a validation may still send now: the path's anti-amplification budget and, for a
+    /// migration to an unvalidated address, three times what came from that address (RFC 9000
+    /// §9.3.1: "an endpoint MUST limit the amount of data it sends to the unvalidated address
+    /// to three times the amount of data received from that address").
+    pub fn challenge_budget(&self, server: bool) -> usize {
+        let path = self.amplification_budget(server);
+        match self.challenge {
+            Some(c) if c.remote != self.remote => {
+                path.min((c.bytes_in * 3).saturating_sub(c.bytes_out) as usize)
+            }
+            _ => path,
         }
     }
 

@@ -43,7 +43,7 @@ impl Session {
                 Ok(())
             }
             Frame::MaxStreamData { id, max } => {
-                tracing::trace!(session = self.local_id, stream = id, max, "received MAX_STREAM_DATA");
+                tracing::trace!(session = %self.local_id, stream = id, max, "received MAX_STREAM_DATA");
                 self.streams.on_max_stream_data(id, max)
             }
             Frame::MaxStreams(n) => {
@@ -105,7 +105,13 @@ impl Session {
             return;
         }
         p.challenge = None;
+        let moved = p.remote != c.remote && p.state != PathState::Validating;
         p.remote = c.remote;
+        if moved {
+            tracing::debug!(session = %self.local_id, path = path_id, remote = %c.remote, "path moved to a validated address");
+            self.events.push_back(Event::Path(path_id, PathEvent::Migrated));
+        }
+        let p = self.path_mut(path_id).expect("found above");
         if let Some(sent) = c.sent {
             if c.tries == 1 && !p.rtt.has_sample() {
                 p.rtt.update(now - sent, std::time::Duration::ZERO);
@@ -116,7 +122,7 @@ impl Session {
             p.last_ack = Some(now);
             p.monitor.request_pair();
             p.update_pacing(now);
-            tracing::debug!(session = self.local_id, path = path_id, "path validated");
+            tracing::debug!(session = %self.local_id, path = path_id, "path validated");
             self.events.push_back(Event::Path(path_id, PathEvent::Validated));
         }
     }
@@ -179,7 +185,7 @@ impl Session {
                 SentFrame::StopSending { id } => self.streams.on_stop_sent(id, FrameFate::Lost),
                 SentFrame::MaxData => self.streams.control.max_data = true,
                 SentFrame::MaxStreamData { id } => {
-                    tracing::trace!(session = self.local_id, stream = id, "MAX_STREAM_DATA lost");
+                    tracing::trace!(session = %self.local_id, stream = id, "MAX_STREAM_DATA lost");
                     self.streams.control.max_stream_data.push(id)
                 }
                 SentFrame::MaxStreams => self.streams.control.max_streams = true,

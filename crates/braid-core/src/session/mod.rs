@@ -27,7 +27,7 @@ use crate::path::{Path, PathId, PathState, PathStats};
 use crate::scheduler::{self, Scheduler};
 use crate::stream::{StreamError, StreamEvent, StreamId, StreamLimits, Streams};
 use crate::time::Timestamp;
-use crate::wire::PathStatusKind;
+use crate::wire::{PathStatusKind, SessionId};
 use bytes::Bytes;
 use paths::PathError;
 use rand_chacha::ChaCha20Rng;
@@ -111,6 +111,9 @@ pub enum PathEvent {
     Failed,
     /// Abandoned by us or the peer.
     Closed,
+    /// The peer's address changed (NAT rebinding, a new address on its link) and the new one
+    /// was validated: packets go there now.
+    Migrated,
 }
 
 /// Something the application should know.
@@ -191,8 +194,8 @@ pub struct Session {
     side: Side,
     config: Arc<SessionConfig>,
     state: State,
-    local_id: u32,
-    remote_id: u32,
+    local_id: SessionId,
+    remote_id: SessionId,
     keys: Option<KeySchedule>,
     /// Client: the token of the server's stateless reset of this session.
     reset_token: Option<[u8; crate::wire::RESET_TOKEN_LEN]>,
@@ -269,8 +272,8 @@ impl Session {
         Session {
             side,
             state,
-            local_id: 0,
-            remote_id: 0,
+            local_id: SessionId(0),
+            remote_id: SessionId(0),
             keys: None,
             reset_token: None,
             peer_key: None,
@@ -319,7 +322,7 @@ impl Session {
         timestamp: u64,
     ) -> Session {
         let mut rng = seed.rng();
-        let local_id = rng.next_u32();
+        let local_id = SessionId(rng.next_u64() | 1);
         let mut initiator = Initiator::new(
             &config.secret,
             &config.server_key,
@@ -354,7 +357,7 @@ impl Session {
         local: Option<SocketAddr>,
         client: SocketAddr,
         seed: Seed,
-        ids: (u32, u32),
+        ids: (SessionId, SessionId),
         keys: SessionKeys,
         peer_key: PublicKey,
         init: Vec<u8>,
@@ -410,7 +413,7 @@ impl Session {
     }
 
     /// Our session id (the id the peer puts in packets to us).
-    pub fn id(&self) -> u32 {
+    pub fn id(&self) -> SessionId {
         self.local_id
     }
 
@@ -714,7 +717,7 @@ impl Session {
 
     /// Closes after a protocol violation: one CLOSE goes out, then the session ends.
     fn violation(&mut self, now: Timestamp, what: String) {
-        tracing::debug!(session = self.local_id, %what, "protocol violation");
+        tracing::debug!(session = %self.local_id, %what, "protocol violation");
         self.close(now, 1, "protocol violation");
         self.closed_reason = Some(CloseReason::ProtocolViolation(what));
     }

@@ -112,7 +112,7 @@ impl Session {
             let Some(p) = self.paths.iter_mut().find(|p| p.id == c.id) else { continue };
             if want != p.admitted && now >= p.admission_changed + admission::HOLD {
                 tracing::debug!(
-                    session = self.local_id,
+                    session = %self.local_id,
                     path = p.id,
                     admitted = want,
                     loss = c.loss,

@@ -48,9 +48,9 @@ impl Session {
         self.next_path_id = u16::from(id) % 255 + 1;
         let token = self.random_token();
         let mut path = self.new_path(id, local, remote, now);
-        path.challenge = Some(Challenge { token, remote, sent: None, tries: 0, started: now });
+        path.challenge = Some(Challenge::new(token, remote, now, 0));
         self.paths.push(path);
-        tracing::debug!(session = self.local_id, path = id, ?local, %remote, "adding path");
+        tracing::debug!(session = %self.local_id, path = id, ?local, %remote, "adding path");
         Ok(id)
     }
 
@@ -111,7 +111,7 @@ impl Session {
             self.path_control.abandon.insert(id, 0);
         }
         self.path_control.status.remove(&id);
-        tracing::debug!(session = self.local_id, path = id, "path closed");
+        tracing::debug!(session = %self.local_id, path = id, "path closed");
         self.events.push_back(Event::Path(id, PathEvent::Closed));
     }
 
@@ -140,7 +140,7 @@ impl Session {
         path.monitor.pair = None;
         path.monitor.pair_due = 0;
         let id = path.id;
-        tracing::debug!(session = self.local_id, path = id, "path suspect");
+        tracing::debug!(session = %self.local_id, path = id, "path suspect");
         self.requeue_frames(&frames);
         self.unpin_path(id);
         self.events.push_back(Event::Path(id, PathEvent::Suspect));
@@ -157,7 +157,7 @@ impl Session {
         }
         path.update_pacing(now);
         let id = path.id;
-        tracing::debug!(session = self.local_id, path = id, "path recovered");
+        tracing::debug!(session = %self.local_id, path = id, "path recovered");
         self.events.push_back(Event::Path(id, PathEvent::Recovered));
     }
 

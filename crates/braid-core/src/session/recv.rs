@@ -1,8 +1,8 @@
 //! Datagrams in: header check, anti-replay, decryption, path lookup (and join), then frames.
 //!
-//! Every rejection is counted by reason and never answered: an unauthenticated packet gets no
-//! reply at all (the server's handshake answer, the only exception, is smaller than the
-//! handshake message it answers).
+//! Every rejection is counted by reason and never answered here: a session answers no
+//! unauthenticated packet (the endpoint's answers — handshake, cookie reply, stateless reset —
+//! are each smaller than their cause).
 
 use super::{Event, Session, State};
 use crate::crypto::handshake::Response;
@@ -52,11 +52,13 @@ pub enum DropReason {
     KeyPhase,
     /// A stateless reset whose token is not this session's.
     BadReset,
+    /// A cookie reply that does not open, or a second one for the same handshake message.
+    BadCookie,
 }
 
 impl DropReason {
     /// Every reason with its metric label.
-    pub const ALL: [(DropReason, &'static str); 18] = [
+    pub const ALL: [(DropReason, &'static str); 19] = [
         (DropReason::Malformed, "malformed"),
         (DropReason::UnknownSession, "unknown_session"),
         (DropReason::NotEstablished, "not_established"),
@@ -75,6 +77,7 @@ impl DropReason {
         (DropReason::CookieNeeded, "cookie_needed"),
         (DropReason::KeyPhase, "key_phase"),
         (DropReason::BadReset, "bad_reset"),
+        (DropReason::BadCookie, "bad_cookie"),
     ];
 
     /// Metric label.
@@ -115,8 +118,10 @@ impl Session {
                 self.on_stateless_reset(&token)
             }
             Ok(Header::HandshakeInit { .. }) => {
-                // A retransmission of the message that created this session: answer again.
-                if self.handshake_init.as_deref() == Some(&data[..]) {
+                // A retransmission of the message that created this session (its `mac2` may
+                // differ, stamped with a newer cookie): answer again.
+                let same = |init: &[u8]| init[..wire::MAC1_OFFSET] == data[..wire::MAC1_OFFSET];
+                if self.handshake_init.as_deref().is_some_and(same) {
                     self.handshake_resp_due = true;
                 } else {
                     self.drop_packet(DropReason::UnexpectedHandshake);
@@ -138,13 +143,13 @@ impl Session {
             return self.drop_packet(DropReason::UnexpectedHandshake);
         };
         if cookies.on_reply(now, nonce, sealed).is_err() {
-            return self.drop_packet(DropReason::HandshakeDecrypt);
+            return self.drop_packet(DropReason::BadCookie);
         }
         cookies.stamp(now, &mut initiator.init_packet);
         // The resend is an answer to the server, not a retry: it does not count as one.
         *tries = tries.saturating_sub(1);
         *next_send = now;
-        tracing::debug!(session = self.local_id, "cookie received; handshake resent with it");
+        tracing::debug!(session = %self.local_id, "cookie received; handshake resent with it");
     }
 
     /// RFC 9000 §10.3.1: a stateless reset whose token matches ends the session at once (the
@@ -152,14 +157,14 @@ impl Session {
     fn on_stateless_reset(&mut self, token: &[u8; wire::RESET_TOKEN_LEN]) {
         match &self.reset_token {
             Some(expected) if crate::crypto::reset::token_matches(expected, token) => {
-                tracing::debug!(session = self.local_id, "stateless reset from the server");
+                tracing::debug!(session = %self.local_id, "stateless reset from the server");
                 self.end(super::CloseReason::StatelessReset);
             }
             _ => self.drop_packet(DropReason::BadReset),
         }
     }
 
-    fn on_handshake_resp(&mut self, now: Timestamp, session_id: u32, noise: &[u8]) {
+    fn on_handshake_resp(&mut self, now: Timestamp, session_id: wire::SessionId, noise: &[u8]) {
         let State::Handshaking { initiator, next_send, tries, .. } = &mut self.state else {
             return self.drop_packet(DropReason::UnexpectedHandshake);
         };
@@ -186,7 +191,7 @@ impl Session {
                     }
                     p.update_pacing(now);
                 }
-                tracing::debug!(session = self.local_id, "connected");
+                tracing::debug!(session = %self.local_id, "connected");
                 self.events.push_back(Event::Connected);
                 self.events.extend(
                     self.paths
@@ -257,7 +262,8 @@ impl Session {
         let path = &mut self.paths[i];
         path.last_received = Some(now);
         path.stats.packets_received += 1;
-        path.stats.bytes_received += (DATA_HEADER_LEN + len + wire::TAG_LEN) as u64;
+        let data_len = (DATA_HEADER_LEN + len + wire::TAG_LEN) as u64;
+        path.stats.bytes_received += data_len;
         if path.local.is_none() {
             path.local = local;
         }
@@ -273,7 +279,9 @@ impl Session {
             // sending there; until then data keeps going to the old one.
             let token = self.random_token();
             let path = &mut self.paths[i];
-            path.challenge = Some(Challenge { token, remote, sent: None, tries: 0, started: now });
+            path.challenge = Some(Challenge::new(token, remote, now, data_len));
+        } else if let Some(c) = self.paths[i].challenge.as_mut().filter(|c| c.remote == remote) {
+            c.bytes_in += data_len;
         }
         self.last_activity = now;
         self.stats.packets_received += 1;
@@ -314,11 +322,11 @@ impl Session {
     fn join_path(&mut self, now: Timestamp, id: u8, local: Option<SocketAddr>, remote: SocketAddr) -> usize {
         let token = self.random_token();
         let mut path = self.new_path(id, local, remote, now);
-        path.challenge = Some(Challenge { token, remote, sent: None, tries: 0, started: now });
+        path.challenge = Some(Challenge::new(token, remote, now, 0));
         // A path id that was closed before comes back as a new path.
         self.paths.retain(|p| p.id != id);
         self.paths.push(path);
-        tracing::debug!(session = self.local_id, path = id, %remote, "path joining");
+        tracing::debug!(session = %self.local_id, path = id, %remote, "path joining");
         self.paths.len() - 1
     }
 }

@@ -207,14 +207,17 @@ impl Session {
     fn poll_path_control(&mut self, now: Timestamp, buf: &mut Vec<u8>) -> Option<Transmit> {
         for idx in 0..self.paths.len() {
             let p = &self.paths[idx];
-            let budget = p.amplification_budget(self.side == super::Side::Server);
+            let server = self.side == super::Side::Server;
+            let budget = p.amplification_budget(server);
             if budget < MIN_PROBE_BUDGET {
                 continue;
             }
-            let challenge_due = p
-                .challenge
-                .is_some_and(|c| c.sent.is_none_or(|s| now >= s + self.challenge_timeout(idx, c.tries)));
+            let challenge_budget = p.challenge_budget(server);
+            let challenge_due = challenge_budget >= MIN_PROBE_BUDGET
+                && p.challenge
+                    .is_some_and(|c| c.sent.is_none_or(|s| now >= s + self.challenge_timeout(idx, c.tries)));
             if !p.responses.is_empty() || challenge_due {
+                let budget = if challenge_due { challenge_budget } else { budget };
                 return Some(self.send_validation(now, idx, buf, challenge_due, budget));
             }
             if p.probes_due > 0 && matches!(p.state, PathState::Active | PathState::Suspect) {
@@ -288,7 +291,11 @@ impl Session {
         if buf.len() < target {
             encode::padding(buf, target - buf.len());
         }
-        self.seal_and_record(now, b, buf, destination)
+        let t = self.seal_and_record(now, b, buf, destination);
+        if let Some(c) = self.paths[idx].challenge.as_mut().filter(|c| c.remote == t.destination) {
+            c.bytes_out += t.size as u64;
+        }
+        t
     }
 
     pub(super) fn challenge_timeout(&self, idx: usize, tries: u32) -> Duration {
@@ -721,7 +728,7 @@ impl Session {
                 break;
             };
             if let Some(max) = self.streams.local_max_stream_data(id) {
-                tracing::trace!(session = self.local_id, stream = id, max, "sending MAX_STREAM_DATA");
+                tracing::trace!(session = %self.local_id, stream = id, max, "sending MAX_STREAM_DATA");
                 encode::max_stream_data(buf, id, max);
                 b.frames.push(SentFrame::MaxStreamData { id });
             }

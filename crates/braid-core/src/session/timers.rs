@@ -92,7 +92,7 @@ impl Session {
                     if let Some(c) = p.challenge {
                         f(Timer::ValidationDeadline(id), c.started + VALIDATION_TIMEOUT);
                         if let Some(sent) = c.sent {
-                            if p.amplification_budget(server) >= MIN_PROBE_BUDGET {
+                            if p.challenge_budget(server) >= MIN_PROBE_BUDGET {
                                 f(Timer::ValidationResend(id), sent + self.challenge_timeout(idx, c.tries));
                             }
                         }

@@ -1,16 +1,16 @@
 //! Packet headers: parsed with checked reads, emitted into caller buffers.
 
 use super::{
-    ParseError, COOKIE_LEN, COOKIE_NONCE_LEN, COOKIE_REPLY_LEN, DATA_HEADER_LEN, HANDSHAKE_INIT_LEN,
-    HANDSHAKE_RESP_LEN, KEY_PHASE_MASK, RESET_TOKEN_LEN, STATELESS_RESET_LEN, TAG_LEN, TYPE_COOKIE_REPLY,
-    TYPE_DATA, TYPE_HANDSHAKE_INIT, TYPE_HANDSHAKE_RESP, TYPE_STATELESS_RESET, VERSION,
+    ParseError, SessionId, COOKIE_LEN, COOKIE_NONCE_LEN, COOKIE_REPLY_LEN, DATA_HEADER_LEN,
+    HANDSHAKE_INIT_LEN, HANDSHAKE_RESP_LEN, KEY_PHASE_MASK, RESET_TOKEN_LEN, STATELESS_RESET_LEN, TAG_LEN,
+    TYPE_COOKIE_REPLY, TYPE_DATA, TYPE_HANDSHAKE_INIT, TYPE_HANDSHAKE_RESP, TYPE_STATELESS_RESET, VERSION,
 };
 
 /// The clear-text header of a DATA packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DataHeader {
     /// The session id chosen by the receiver of this packet.
-    pub session_id: u32,
+    pub session_id: SessionId,
     /// Which path of the session the packet travels on.
     pub path_id: u8,
     /// The low 32 bits of the packet number.
@@ -43,7 +43,7 @@ pub enum Header<'a> {
     /// Noise IK message 2, addressed to the client's session id.
     HandshakeResp {
         /// The client's session id.
-        session_id: u32,
+        session_id: SessionId,
         /// The Noise message.
         noise: &'a [u8],
     },
@@ -69,8 +69,8 @@ pub fn parse(datagram: &[u8]) -> Result<Header<'_>, ParseError> {
             if datagram.len() != HANDSHAKE_RESP_LEN {
                 return Err(ParseError::Truncated);
             }
-            let session_id = u32::from_be_bytes(datagram[1..5].try_into().expect("4 bytes"));
-            Ok(Header::HandshakeResp { session_id, noise: &datagram[5..] })
+            let session_id = SessionId(u64::from_be_bytes(datagram[1..9].try_into().expect("8 bytes")));
+            Ok(Header::HandshakeResp { session_id, noise: &datagram[9..] })
         }
         TYPE_COOKIE_REPLY => {
             if datagram.len() != COOKIE_REPLY_LEN {
@@ -94,9 +94,9 @@ pub fn parse(datagram: &[u8]) -> Result<Header<'_>, ParseError> {
                 return Err(ParseError::Truncated);
             }
             Ok(Header::Data(DataHeader {
-                session_id: u32::from_be_bytes(datagram[1..5].try_into().expect("4 bytes")),
-                path_id: datagram[5],
-                truncated_pn: u32::from_be_bytes(datagram[6..10].try_into().expect("4 bytes")),
+                session_id: SessionId(u64::from_be_bytes(datagram[1..9].try_into().expect("8 bytes"))),
+                path_id: datagram[9],
+                truncated_pn: u32::from_be_bytes(datagram[10..14].try_into().expect("4 bytes")),
                 key_phase: ty & KEY_PHASE_MASK,
             }))
         }
@@ -108,9 +108,9 @@ impl DataHeader {
     /// Writes the header into the first [`DATA_HEADER_LEN`] bytes of `buf`.
     pub fn write(&self, buf: &mut [u8]) {
         buf[0] = TYPE_DATA | (self.key_phase & KEY_PHASE_MASK);
-        buf[1..5].copy_from_slice(&self.session_id.to_be_bytes());
-        buf[5] = self.path_id;
-        buf[6..10].copy_from_slice(&self.truncated_pn.to_be_bytes());
+        buf[1..9].copy_from_slice(&self.session_id.0.to_be_bytes());
+        buf[9] = self.path_id;
+        buf[10..14].copy_from_slice(&self.truncated_pn.to_be_bytes());
     }
 }
 
@@ -138,12 +138,17 @@ mod tests {
     #[test]
     fn data_header_round_trip() {
         for key_phase in 0..4 {
-            let h = DataHeader { session_id: 0xdead_beef, path_id: 7, truncated_pn: 42, key_phase };
+            let h = DataHeader {
+                session_id: SessionId(0xdead_beef_0bad_f00d),
+                path_id: 7,
+                truncated_pn: 42,
+                key_phase,
+            };
             let mut buf = vec![0u8; DATA_HEADER_LEN + 1 + TAG_LEN];
             h.write(&mut buf);
             assert_eq!(parse(&buf), Ok(Header::Data(h)));
         }
-        let h = DataHeader { session_id: 1, path_id: 7, truncated_pn: 42, key_phase: 0 };
+        let h = DataHeader { session_id: SessionId(1), path_id: 7, truncated_pn: 42, key_phase: 0 };
         let mut buf = vec![0u8; DATA_HEADER_LEN + 1 + TAG_LEN];
         h.write(&mut buf);
         assert_eq!(parse(&buf[..DATA_HEADER_LEN + TAG_LEN]), Err(ParseError::Truncated));

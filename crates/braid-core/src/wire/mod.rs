@@ -4,10 +4,10 @@
 //!
 //! ```text
 //! HANDSHAKE_INIT  client -> server   [0x01][version][Noise IK message 1 ...][mac1: 16][mac2: 16]
-//! HANDSHAKE_RESP  server -> client   [0x02][client session id: u32][Noise IK message 2 ...]
+//! HANDSHAKE_RESP  server -> client   [0x02][client session id: u64][Noise IK message 2 ...]
 //! COOKIE_REPLY    server -> client   [0x04][nonce: 24][sealed cookie: 16][tag: 16]
 //! STATELESS_RESET server -> client   [0x05][reset token: 16]
-//! DATA            either way         [0x10 | key phase: 2 bits][receiver session id: u32]
+//! DATA            either way         [0x10 | key phase: 2 bits][receiver session id: u64]
 //!                                    [path id: u8][packet number: u32]
 //!                                    [AEAD ciphertext of frames ...][tag: 16]
 //! ```
@@ -22,7 +22,9 @@
 //! key, so the server drops junk before any public-key work; `mac2` is keyed by a cookie that
 //! proves the sender's address, demanded only when the server is under load (see
 //! `crypto::cookie`). A STATELESS_RESET ends a session the server no longer knows (RFC 9000
-//! §10.3): its token was given to the client, sealed, in HANDSHAKE_RESP.
+//! §10.3): its token was given to the client, sealed, in HANDSHAKE_RESP. Session ids are 64
+//! bits so that nobody can collect the reset tokens of every id in advance (see
+//! `crypto::reset`).
 //! Frames are parsed with checked readers: a malformed packet is rejected with a reason, never a
 //! panic (see `fuzz/` for the fuzz target over [`header::parse`] and [`frame::Frames`]).
 
@@ -50,14 +52,14 @@ pub const TYPE_DATA: u8 = 0x10;
 pub const KEY_PHASE_MASK: u8 = 0x03;
 
 /// Bytes of a DATA header: type, session id, path id, truncated packet number.
-pub const DATA_HEADER_LEN: usize = 1 + 4 + 1 + 4;
+pub const DATA_HEADER_LEN: usize = 1 + 8 + 1 + 4;
 /// Bytes of the AEAD tag that ends every DATA packet.
 pub const TAG_LEN: usize = 16;
 /// Bytes a DATA packet adds around its frames.
 pub const DATA_OVERHEAD: usize = DATA_HEADER_LEN + TAG_LEN;
 
 /// Noise IK message 1 payload: client session id + timestamp + preferred cipher.
-pub const HANDSHAKE_INIT_PAYLOAD_LEN: usize = 4 + 8 + 1;
+pub const HANDSHAKE_INIT_PAYLOAD_LEN: usize = 8 + 8 + 1;
 /// Bytes of each of the two MACs that end HANDSHAKE_INIT.
 pub const MAC_LEN: usize = 16;
 /// Full HANDSHAKE_INIT datagram length.
@@ -70,9 +72,9 @@ pub const MAC2_OFFSET: usize = HANDSHAKE_INIT_LEN - MAC_LEN;
 pub const RESET_TOKEN_LEN: usize = 16;
 /// Noise IK message 2 payload: status byte + server session id + agreed cipher + the token
 /// that authenticates a stateless reset of this session.
-pub const HANDSHAKE_RESP_PAYLOAD_LEN: usize = 1 + 4 + 1 + RESET_TOKEN_LEN;
+pub const HANDSHAKE_RESP_PAYLOAD_LEN: usize = 1 + 8 + 1 + RESET_TOKEN_LEN;
 /// Full HANDSHAKE_RESP datagram length (always smaller than the INIT it answers).
-pub const HANDSHAKE_RESP_LEN: usize = 1 + 4 + 32 + HANDSHAKE_RESP_PAYLOAD_LEN + 16;
+pub const HANDSHAKE_RESP_LEN: usize = 1 + 8 + 32 + HANDSHAKE_RESP_PAYLOAD_LEN + 16;
 
 /// Nonce bytes of a cookie reply (XChaCha20-Poly1305).
 pub const COOKIE_NONCE_LEN: usize = 24;
@@ -85,6 +87,17 @@ pub const STATELESS_RESET_LEN: usize = 1 + RESET_TOKEN_LEN;
 
 /// The smallest UDP payload every path must carry; path probes are padded to it.
 pub const MIN_DATAGRAM: usize = 1200;
+
+/// A session id, chosen by the side that receives the packets carrying it. The server's ids
+/// carry a tag that only the server can make (see `crypto::reset`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct SessionId(pub u64);
+
+impl std::fmt::Display for SessionId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:016x}", self.0)
+    }
+}
 
 /// Why a packet or frame could not be parsed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]

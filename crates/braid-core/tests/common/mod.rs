@@ -35,12 +35,12 @@ impl Sent {
 
     /// The path id of a DATA packet.
     pub fn path(&self) -> u8 {
-        self.bytes[5]
+        self.bytes[9]
     }
 
     /// The truncated packet number of a DATA packet.
     pub fn pn(&self) -> u32 {
-        u32::from_be_bytes(self.bytes[6..10].try_into().unwrap())
+        u32::from_be_bytes(self.bytes[10..14].try_into().unwrap())
     }
 }
 

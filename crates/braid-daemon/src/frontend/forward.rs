@@ -47,6 +47,9 @@ pub async fn serve_tcp(listener: TcpListener, target: Target, front: Frontend) {
                     splice(conn, rest, reader, writer).await;
                 }
                 Err(status) => {
+                    // A reset, not a clean close: a client that waits for the server to speak
+                    // first must not read a refused connection as an empty transfer.
+                    crate::splice::abort(&conn);
                     tracing::info!(%peer, %target, ?status, "forward: the server could not connect")
                 }
             }

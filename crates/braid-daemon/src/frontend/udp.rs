@@ -119,17 +119,35 @@ pub(super) async fn associate(
         }
     };
     let mut control = proto.reply_success(bound).await?;
-    let clean = relay(&sock, &mut control, peer_ip, assoc.id, answers, reader, &front.app).await;
-    if clean {
-        let _ = writer.finish().await;
-    } else {
-        let _ = writer.reset(0).await;
+    match relay(&sock, &mut control, peer_ip, assoc.id, answers, reader, &front.app).await {
+        Ended::ByApplication => {
+            let _ = writer.finish().await;
+        }
+        Ended::ByServer => {
+            let _ = writer.reset(0).await;
+        }
+        Ended::Cut => {
+            // The session died or the server reset the association: the application learns
+            // it from a reset of its control connection, not a clean close.
+            crate::splice::abort(&control);
+            let _ = writer.reset(0).await;
+        }
     }
     Ok(())
 }
 
-/// Relays one association until the control connection closes (true: finish the stream) or
-/// the server ends the stream (false).
+/// How an association ended.
+enum Ended {
+    /// The application closed its control connection.
+    ByApplication,
+    /// The server finished the association's stream.
+    ByServer,
+    /// The stream was reset, or the session is gone.
+    Cut,
+}
+
+/// Relays one association until the control connection closes or the server ends the
+/// stream.
 async fn relay(
     sock: &UdpSocket,
     control: &mut TcpStream,
@@ -138,7 +156,7 @@ async fn relay(
     mut answers: mpsc::Receiver<UdpAnswer>,
     mut reader: crate::bridge::StreamReader,
     app: &mpsc::Sender<AppMsg>,
-) -> bool {
+) -> Ended {
     let mut peer: Option<SocketAddr> = None;
     let mut buf = vec![0u8; 65536];
     let mut probe = [0u8; 64];
@@ -146,10 +164,11 @@ async fn relay(
         tokio::select! {
             // The control connection carries nothing after the reply: its end (or bytes on
             // it) ends the association (RFC 1928 §7).
-            _ = control.read(&mut probe) => return true,
+            _ = control.read(&mut probe) => return Ended::ByApplication,
             m = reader.recv() => match m {
                 Some(Inbound::Data(b)) => reader.consumed(b.len()),
-                _ => return false,
+                Some(Inbound::Fin) => return Ended::ByServer,
+                Some(Inbound::Reset(_)) | None => return Ended::Cut,
             },
             r = sock.recv_from(&mut buf) => {
                 let (n, from) = match r {
@@ -157,7 +176,7 @@ async fn relay(
                     Err(e) if matches!(e.kind(), std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::ConnectionReset) => continue,
                     Err(e) => {
                         tracing::debug!(error = %e, "UDP association socket failed");
-                        return true;
+                        return Ended::ByApplication;
                     }
                 };
                 if from.ip() != peer_ip {
