@@ -428,6 +428,16 @@ impl Session {
         self.local_id
     }
 
+    /// The id the server chose for this session: the same on both ends (a client's own id
+    /// travels only in packets to it), so that both sides' logs and status name the session
+    /// alike. On a client it is zero until the handshake completes.
+    pub fn server_id(&self) -> SessionId {
+        match self.side {
+            Side::Server => self.local_id,
+            Side::Client => self.remote_id,
+        }
+    }
+
     /// The peer's static public key.
     pub fn peer_key(&self) -> Option<PublicKey> {
         self.peer_key
