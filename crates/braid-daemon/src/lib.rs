@@ -19,6 +19,7 @@ pub mod keyfile;
 pub mod metrics;
 pub mod netlink;
 pub mod ratelog;
+pub mod reorder;
 pub mod server;
 pub mod server_role;
 pub mod server_udp;
