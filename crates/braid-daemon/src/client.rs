@@ -9,13 +9,16 @@ use crate::config::{ClientSettings, LinkKind};
 use crate::driver::{Driver, LinkMsg, Role, Wiring};
 use crate::error::Failure;
 use crate::frontend::{Frontend, UdpRegistry};
+use crate::linkpolicy::keeper::UsageKeeper;
+use crate::linkpolicy::steer::Steer;
+use crate::linkpolicy::table::SharedLinks;
+use crate::linkpolicy::Tier;
 use crate::netlink::{self, Interface};
 use crate::status::{self, StatusBoard};
 use crate::supervise::{TAKEOVER_WAIT, TAKEOVER_WAIT_MAX};
 use crate::udp::UdpLink;
 use braid_core::datagram::Datagram;
-use braid_core::wire::PathStatusKind;
-use braid_core::{ClientConfig, CloseReason, Event, Session, Timestamp};
+use braid_core::{ClientConfig, CloseReason, Event, PathId, Session, Timestamp};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -53,6 +56,9 @@ pub struct ClientHandle {
     pub app: mpsc::Sender<AppMsg>,
     /// Becomes true once a session is established (and false while reconnecting).
     pub connected: Arc<AtomicBool>,
+    /// Each link's policy and usage (live changes apply within one status refresh).
+    pub links: SharedLinks,
+    usage: UsageKeeper,
     supervisor: Option<JoinHandle<Result<(), Failure>>>,
     tasks: Vec<JoinHandle<()>>,
     stopping: watch::Sender<bool>,
@@ -85,6 +91,7 @@ impl ClientHandle {
             Err(_) => Ok(()),
         };
         self.stop();
+        self.usage.flush().await;
         r
     }
 
@@ -218,6 +225,12 @@ pub async fn start_client(settings: ClientSettings) -> Result<ClientHandle, Fail
     tracing::info!(links = %crate::linkpick::describe(&links), "links");
     let board = StatusBoard::new("client");
     let mut tasks = Vec::new();
+    let usage = UsageKeeper::open(
+        settings.link_policies.clone(),
+        &settings.usage_file,
+        &settings.secret.public_key(),
+    );
+    tasks.push(tokio::spawn(usage.clone().run()));
     let (app_tx, app_rx) = mpsc::channel(1024);
     let udp = UdpRegistry::default();
     let front = Frontend::new(
@@ -267,6 +280,7 @@ pub async fn start_client(settings: ClientSettings) -> Result<ClientHandle, Fail
         None => None,
     };
     let shared = Arc::new(Mutex::new(links));
+    attach_links(&board, usage.links(), shared.clone());
     let (links_tx, links_rx) = mpsc::channel(64);
     if needs_netlink {
         match netlink::watch() {
@@ -290,6 +304,7 @@ pub async fn start_client(settings: ClientSettings) -> Result<ClientHandle, Fail
         udp,
         connected: connected.clone(),
         app_tx: app_tx.clone(),
+        links: usage.links(),
     };
     let supervisor = tokio::spawn(sup.run(app_rx, links_rx));
     Ok(ClientHandle {
@@ -299,6 +314,8 @@ pub async fn start_client(settings: ClientSettings) -> Result<ClientHandle, Fail
         status_addr,
         app: app_tx,
         connected,
+        links: usage.links(),
+        usage,
         supervisor: Some(supervisor),
         tasks,
         stopping,
@@ -366,6 +383,24 @@ struct Supervisor {
     udp: UdpRegistry,
     connected: Arc<AtomicBool>,
     app_tx: mpsc::Sender<AppMsg>,
+    links: SharedLinks,
+}
+
+/// Shows the links in the status and takes `POST /link` changes.
+fn attach_links(board: &StatusBoard, links: SharedLinks, active: Arc<Mutex<Vec<ActiveLink>>>) {
+    let table = links.clone();
+    board.attach_links(
+        move || {
+            let names: Vec<String> =
+                active.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|l| l.label.clone()).collect();
+            table.lock().status(&names, &chrono::Local::now())
+        },
+        move |name, key, value| {
+            let p = links.lock().set(name, key, value)?;
+            tracing::info!(link = name, setting = key, value, tier = p.tier.name(), "link policy changed");
+            Ok(format!("{name}: {key} = {value}"))
+        },
+    );
 }
 
 /// The client's role: answers to UDP associations; streams opened by the server are refused.
@@ -376,6 +411,10 @@ struct ClientRole {
     ever: Arc<AtomicBool>,
     /// This session was established.
     this_session: Arc<AtomicBool>,
+    /// Usage counting and link policy.
+    steer: Steer,
+    /// The links a path could be opened on.
+    active: Arc<Mutex<Vec<ActiveLink>>>,
 }
 
 impl Role for ClientRole {
@@ -405,6 +444,31 @@ impl Role for ClientRole {
             _ => {}
         }
     }
+
+    fn steer(
+        &mut self,
+        now: Timestamp,
+        session: &mut Session,
+        labels: &BTreeMap<PathId, String>,
+    ) -> Vec<LinkMsg> {
+        let active = self.active.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let names: Vec<String> = active.iter().map(|l| l.label.clone()).collect();
+        let changes = self.steer.run(now, session, labels, &names);
+        let mut msgs: Vec<LinkMsg> =
+            changes.close.into_iter().map(|local| LinkMsg::Remove { local }).collect();
+        if session.is_established() {
+            for name in changes.open {
+                if let Some(l) = active.iter().find(|l| l.label == name) {
+                    msgs.push(LinkMsg::Add {
+                        link: l.link.clone(),
+                        server: l.server,
+                        label: l.label.clone(),
+                    });
+                }
+            }
+        }
+        msgs
+    }
 }
 
 impl Supervisor {
@@ -423,9 +487,14 @@ impl Supervisor {
             if *self.stopping.borrow() {
                 return Ok(());
             }
-            let links = self.shared.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            let links: Vec<ActiveLink> = {
+                let now = chrono::Local::now();
+                let mut table = self.links.lock();
+                let all = self.shared.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                all.into_iter().filter(|l| table.effective(&l.label, &now).tier != Tier::Never).collect()
+            };
             if links.is_empty() {
-                self.board.set_note(Some("waiting for a usable link".into()));
+                self.board.set_note(Some("waiting for a usable link (none is up, or every one is set to never or stopped at its cap)".into()));
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 continue;
             }
@@ -455,6 +524,8 @@ impl Supervisor {
                 connected: self.connected.clone(),
                 ever: ever.clone(),
                 this_session: this_session.clone(),
+                steer: Steer::new(self.links.clone()),
+                active: self.shared.clone(),
             };
             let mut bound = vec![(0u8, l0.clone())];
             for (i, l) in links.iter().enumerate() {
@@ -462,9 +533,6 @@ impl Supervisor {
                     continue;
                 }
                 if let Ok(id) = session.add_path(Timestamp::ZERO, Some(l.link.local), l.server) {
-                    if l.backup {
-                        let _ = session.set_path_status(id, PathStatusKind::Backup);
-                    }
                     bound.push((id, l.clone()));
                 }
             }

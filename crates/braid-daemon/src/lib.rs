@@ -17,6 +17,7 @@ pub mod error;
 pub mod frontend;
 pub mod keyfile;
 pub mod linkpick;
+pub mod linkpolicy;
 pub mod metrics;
 pub mod netlink;
 pub mod ratelog;
