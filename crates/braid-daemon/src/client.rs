@@ -239,6 +239,7 @@ pub async fn start_client(settings: ClientSettings) -> Result<ClientHandle, Fail
         settings.socks_auth.clone(),
         settings.max_connections,
         settings.socks_timeout,
+        settings.classes.clone(),
     );
     let counters = front.clone();
     board.attach_frontend(move || counters.status());
@@ -499,10 +500,13 @@ impl Supervisor {
                 continue;
             }
             let start = first_link % links.len();
+            // The classes' settings travel in the session's policy: the server runs them too.
+            let mut session_cfg = self.settings.session.clone();
+            session_cfg.classes.extend(self.settings.classes.settings());
             let cfg = ClientConfig {
                 secret: self.settings.secret.clone(),
                 server_key: self.settings.server_key,
-                session: self.settings.session.clone(),
+                session: session_cfg,
             };
             let epoch = Instant::now();
             let stamp = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);

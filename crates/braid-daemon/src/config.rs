@@ -3,6 +3,7 @@
 //!
 //! See `examples/server.toml` and `examples/client.toml` in the repository for every key.
 
+use crate::classes::{ClassSection, Classifier};
 use crate::egress::EgressPolicy;
 use crate::error::Failure;
 use crate::keyfile;
@@ -18,6 +19,7 @@ use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A value parsed with `FromStr` while deserializing, so that errors carry the file position.
@@ -235,6 +237,8 @@ pub enum UsageFile {
 pub struct ClientFile {
     #[serde(default)]
     links: BTreeMap<String, LinkSection>,
+    #[serde(default)]
+    class: Vec<ClassSection>,
     usage_file: Option<PathBuf>,
     server: Option<String>,
     server_key: Option<Parsed<PublicKey>>,
@@ -370,6 +374,8 @@ pub struct ClientSettings {
     pub link_policies: BTreeMap<String, LinkPolicy>,
     /// Where link usage is kept.
     pub usage_file: UsageFile,
+    /// Traffic classes and the rules that choose them.
+    pub classes: Arc<Classifier>,
     /// SOCKS5 listen address.
     pub socks: Option<SocketAddr>,
     /// SOCKS5 username and password, if required.
@@ -627,6 +633,7 @@ impl ClientSettings {
             let p = section.policy(base).map_err(|e| Failure::Config(format!("links.{name}: {e}")))?;
             link_policies.insert(name.clone(), p);
         }
+        let classes = Classifier::from_sections(&f.class).map_err(Failure::Config)?;
         let usage_file = match f.usage_file {
             None => UsageFile::Default,
             Some(p) if p.as_os_str() == "none" => UsageFile::Off,
@@ -655,6 +662,7 @@ impl ClientSettings {
             links,
             link_policies,
             usage_file,
+            classes: Arc::new(classes),
             socks: flags.socks.or(f.socks.map(|p| p.0)),
             socks_auth,
             forwards,

@@ -8,6 +8,7 @@
 
 pub mod appproto;
 pub mod bridge;
+pub mod classes;
 pub mod client;
 pub mod config;
 pub mod control;

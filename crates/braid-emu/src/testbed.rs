@@ -5,6 +5,7 @@
 use crate::relay::{Relay, RelayHandle};
 use braid_core::scheduler::Kind;
 use braid_core::{SessionConfig, StaticSecret};
+use braid_daemon::classes::Classifier;
 use braid_daemon::config::{ClientPolicy, Forward, LinkConfig, LinkKind, UsageFile};
 use braid_daemon::egress::EgressPolicy;
 use braid_daemon::linkpolicy::LinkPolicy;
@@ -52,6 +53,8 @@ pub struct TestbedConfig {
     pub link_policies: BTreeMap<String, LinkPolicy>,
     /// Where the client keeps link usage (default: in memory only).
     pub usage_file: UsageFile,
+    /// The client's traffic classes (default: the built-in ones).
+    pub classes: Arc<Classifier>,
 }
 
 impl TestbedConfig {
@@ -71,6 +74,7 @@ impl TestbedConfig {
             loopback: IpAddr::V4(Ipv4Addr::LOCALHOST),
             link_policies: BTreeMap::new(),
             usage_file: UsageFile::Off,
+            classes: Arc::default(),
         }
     }
 
@@ -144,6 +148,7 @@ pub fn client_settings(
             })
             .collect(),
         link_policies: cfg.link_policies.clone(),
+        classes: cfg.classes.clone(),
         usage_file: cfg.usage_file.clone(),
         socks: cfg.socks.then(|| "127.0.0.1:0".parse().expect("literal")),
         socks_auth: cfg.socks_auth.clone(),
