@@ -67,6 +67,7 @@ pub struct SessionSection {
     cipher: Option<Parsed<Cipher>>,
     key_update_packets: Option<u64>,
     key_update_interval: Option<DurationText>,
+    path_admission: Option<bool>,
 }
 
 impl SessionSection {
@@ -125,6 +126,9 @@ impl SessionSection {
                 return Err("session.key_update_packets: must be at least 1".into());
             }
             c.key_update.packets = Some(v);
+        }
+        if let Some(v) = self.path_admission {
+            c.path_admission = v;
         }
         if let Some(v) = self.key_update_interval {
             if v.0 < std::time::Duration::from_secs(1) {
@@ -733,6 +737,17 @@ mod tests {
         let s = ServerSettings::load(None, flags).unwrap();
         let text = public.to_string();
         assert_eq!(s.clients[0].name, format!("{}…", &text[..8]));
+    }
+
+    #[test]
+    fn the_example_files_parse() {
+        let c: ClientFile = toml::from_str(include_str!("../../../examples/client.toml")).unwrap();
+        let classes = Classifier::from_sections(&c.class).unwrap();
+        assert!(classes.classes().iter().any(|k| k.name == "calls"));
+        for (name, section) in &c.links {
+            section.policy(LinkPolicy::default()).unwrap_or_else(|e| panic!("links.{name}: {e}"));
+        }
+        let _: ServerFile = toml::from_str(include_str!("../../../examples/server.toml")).unwrap();
     }
 
     #[test]

@@ -134,3 +134,22 @@ async fn a_cap_reached_mid_download_demotes_its_link_and_stop_closes_it() {
     bed.client.links.lock().set(&name, "cap", "1GB").unwrap();
     until(Duration::from_secs(5), || path_count(&bed) == 2).await;
 }
+
+/// The client's scheduler governs its downloads: switched live on the client, the server
+/// schedules the session with it, and both sides' status say so per direction.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_schedules_downloads_with_the_clients_choice() {
+    let source = start_source(4 << 20, 23).await.unwrap();
+    // Both start with the default; the client alone switches, live.
+    let bed = Testbed::start(bed_config(&["40mbit/5ms", "20mbit/10ms"])).await.unwrap();
+    assert_eq!(bed.server.board.snapshot().sessions[0].scheduler_down, "edpf");
+    bed.client.board.request_scheduler("wrr".parse().unwrap());
+    until(Duration::from_secs(3), || bed.server.board.snapshot().sessions[0].scheduler_down == "wrr").await;
+    let d = download_socks(bed.client.socks_addr.unwrap(), source.addr, |_| {}).await.unwrap();
+    assert_eq!(d.sha256, source.sha256);
+    let server = bed.server.board.snapshot();
+    let client = bed.client.board.snapshot();
+    let (s, c) = (&server.sessions[0], &client.sessions[0]);
+    assert_eq!((s.scheduler_up.as_str(), s.scheduler_down.as_str()), ("wrr", "wrr"), "{s:?}");
+    assert_eq!((c.scheduler_up.as_str(), c.scheduler_down.as_str()), ("wrr", "wrr"), "{c:?}");
+}

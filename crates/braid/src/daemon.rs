@@ -95,7 +95,7 @@ pub struct ClientArgs {
 /// `--scheduler`'s help: what it does and every name it takes (`redundant:N` too).
 pub fn scheduler_help(what: &str) -> String {
     let names: Vec<&str> = Kind::ALL.iter().map(|(n, _, _)| *n).collect();
-    format!("{what}: {} (redundant:N: copies on the best N paths); default minrtt", names.join(", "))
+    format!("{what}: {} (redundant:N: copies on the best N paths); default edpf", names.join(", "))
 }
 
 fn fail(f: Failure) -> ExitCode {

@@ -284,9 +284,11 @@ pub enum Kind {
     /// Weighted (surplus) round-robin.
     Wrr,
     /// Lowest RTT first.
-    #[default]
     MinRtt,
-    /// Earliest delivery path first.
+    /// Earliest delivery path first: the default (in the lab, 0 % of 100 ms intervals below
+    /// half the mean on lab/lossy.toml both ways, where min-RTT had 2.2 % down and 7.7 % up;
+    /// bench/smoothness.py).
+    #[default]
     Edpf,
     /// Copies on every path (0) or on the best N paths.
     Redundant(u8),
