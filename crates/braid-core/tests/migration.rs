@@ -156,7 +156,13 @@ fn a_rebound_client_gets_data_at_its_new_address_once_validated() {
 fn late_packets_from_the_old_address_draw_nothing_there() {
     let (mut p, mut nat, id) = downloading();
     nat.hold = 3;
-    nat.run_until(&mut p, id, Duration::from_millis(50), |_| false);
+    // Until three client packets are held (bounded: 100 steps of 10 ms).
+    for _ in 0..100 {
+        if nat.held.len() >= 3 {
+            break;
+        }
+        nat.run_until(&mut p, id, Duration::from_millis(10), |_| false);
+    }
     assert_eq!(nat.held.len(), 3);
     nat.outer = addr(REBOUND);
     let moved = nat.run_until(&mut p, id, Duration::from_secs(1), |p| server_remote(p) == addr(REBOUND));
