@@ -5,6 +5,8 @@
 //! stream request  (client -> server, first bytes of a stream)
 //!     [0xB1][cmd: 1 = CONNECT][addr][port: u16]
 //!     [0xB1][cmd: 2 = UDP_OPEN][association: u32]
+//!     [0xB1][cmd: 3 = UDP_OPEN_ORDERED][association: u32]
+//!     [0xB1][cmd: 4 = PING_OPEN][association: u32]
 //! stream reply    (server -> client, first bytes back)
 //!     [0xB1][status]          status: 0 ok, 1 denied, 2 refused, 3 unreachable, 4 timeout,
 //!                                     5 name not found, 6 limit, 7 bad request
@@ -15,6 +17,11 @@
 //! UDP datagram    (both ways)  [association: u32][addr][port: u16][payload]
 //!     client -> server: addr is the destination; server -> client: the source. The server
 //!     takes datagrams only for associations opened by a UDP_OPEN stream that it answered Ok.
+//!     UDP_OPEN_ORDERED (one flow of the TUN front end): the payload starts with a sequence
+//!     number [seq: u32] counted per direction, by which the receiver restores the sender's
+//!     order in a short time-bounded window ([`crate::reorder`]).
+//!     PING_OPEN: the payload is an ICMP or ICMPv6 echo message (RFC 792, RFC 4443 §4) and the
+//!     port is 0; the server sends it from an ICMP datagram socket and returns the replies.
 //!
 //! addr: [1][4 bytes IPv4] | [4][16 bytes IPv6] | [3][len][name]
 //! ```
@@ -26,6 +33,8 @@ use std::net::{IpAddr, SocketAddr};
 const MAGIC: u8 = 0xB1;
 const CMD_CONNECT: u8 = 1;
 const CMD_UDP_OPEN: u8 = 2;
+const CMD_UDP_OPEN_ORDERED: u8 = 3;
+const CMD_PING_OPEN: u8 = 4;
 
 /// Traffic class of TCP streams.
 pub const CLASS_STREAM: u8 = 0;
@@ -137,6 +146,10 @@ pub enum Request {
     Connect(Target),
     /// A UDP association with this id, alive as long as this stream.
     UdpOpen(u32),
+    /// A UDP association whose payloads carry a sequence number (one TUN flow).
+    UdpOpenOrdered(u32),
+    /// An ICMP echo association (ping through the TUN).
+    PingOpen(u32),
 }
 
 /// The CONNECT request that opens a stream.
@@ -150,9 +163,22 @@ pub fn encode_connect(target: &Target) -> Bytes {
 
 /// The UDP_OPEN request that opens association `id`.
 pub fn encode_udp_open(id: u32) -> Bytes {
+    encode_open(CMD_UDP_OPEN, id)
+}
+
+/// The request that opens association `id` of the kind `request` names (its id is ignored).
+pub fn encode_association_open(request: &Request, id: u32) -> Bytes {
+    match request {
+        Request::UdpOpenOrdered(_) => encode_open(CMD_UDP_OPEN_ORDERED, id),
+        Request::PingOpen(_) => encode_open(CMD_PING_OPEN, id),
+        _ => encode_open(CMD_UDP_OPEN, id),
+    }
+}
+
+fn encode_open(cmd: u8, id: u32) -> Bytes {
     let mut b = BytesMut::with_capacity(6);
     b.put_u8(MAGIC);
-    b.put_u8(CMD_UDP_OPEN);
+    b.put_u8(cmd);
     b.put_u32(id);
     b.freeze()
 }
@@ -167,9 +193,15 @@ pub fn decode_request(b: &[u8]) -> Result<Option<(Request, usize)>, String> {
     }
     match b[1] {
         CMD_CONNECT => Ok(Target::decode(&b[2..])?.map(|(t, n)| (Request::Connect(t), n + 2))),
-        CMD_UDP_OPEN => Ok(b
-            .get(2..6)
-            .map(|id| (Request::UdpOpen(u32::from_be_bytes(id.try_into().expect("4 bytes"))), 6))),
+        cmd @ (CMD_UDP_OPEN | CMD_UDP_OPEN_ORDERED | CMD_PING_OPEN) => Ok(b.get(2..6).map(|id| {
+            let id = u32::from_be_bytes(id.try_into().expect("4 bytes"));
+            let r = match cmd {
+                CMD_UDP_OPEN => Request::UdpOpen(id),
+                CMD_UDP_OPEN_ORDERED => Request::UdpOpenOrdered(id),
+                _ => Request::PingOpen(id),
+            };
+            (r, 6)
+        })),
         other => Err(format!("unknown command {other}")),
     }
 }
@@ -265,6 +297,9 @@ mod tests {
         let open = encode_udp_open(0xDEAD_BEEF);
         assert_eq!(decode_request(&open).unwrap(), Some((Request::UdpOpen(0xDEAD_BEEF), 6)));
         assert_eq!(decode_request(&open[..5]).unwrap(), None);
+        for r in [Request::UdpOpenOrdered(7), Request::PingOpen(7), Request::UdpOpen(7)] {
+            assert_eq!(decode_request(&encode_association_open(&r, 7)).unwrap(), Some((r, 6)));
+        }
         assert!(decode_request(&[0xB1, 9]).is_err());
         assert!(decode_request(&[0x00, 1]).is_err());
         assert!(decode_request(&[0xB1, 1, 9]).is_err());

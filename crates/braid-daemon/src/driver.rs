@@ -10,7 +10,9 @@ use crate::status::{session_label, session_status, StatusBoard};
 use crate::udp::{canonical, Incoming, UdpLink};
 use braid_core::datagram::Datagram;
 use braid_core::scheduler::Kind;
-use braid_core::{CloseReason, Event, PathId, Session, StreamError, StreamEvent, StreamId, Timestamp};
+use braid_core::{
+    CloseReason, Event, PathId, PathInfo, Session, StreamError, StreamEvent, StreamId, Timestamp,
+};
 use bytes::Bytes;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::SocketAddr;
@@ -37,6 +39,9 @@ pub trait Role: Send + 'static {
     fn on_datagram(&mut self, d: Datagram);
     /// A session event worth knowing (paths, connection, close), after the driver handled it.
     fn on_event(&mut self, _e: &Event) {}
+    /// The paths as measured now (every status refresh): TUN flows size their reorder window
+    /// from them.
+    fn on_paths(&mut self, _paths: &[PathInfo]) {}
 }
 
 /// Requests that change the driver's sockets (client link hot-plug).
@@ -211,6 +216,9 @@ impl<R: Role> Driver<R> {
             if status_at.elapsed() >= STATUS_EVERY {
                 status_at = Instant::now();
                 self.publish();
+                let paths: Vec<PathInfo> =
+                    self.session.path_ids().into_iter().filter_map(|id| self.session.path_info(id)).collect();
+                self.role.on_paths(&paths);
             }
             if let Some(reason) =
                 closed.or_else(|| self.session.close_reason().filter(|_| self.session.is_closed()).cloned())

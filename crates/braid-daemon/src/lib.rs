@@ -21,6 +21,7 @@ pub mod metrics;
 pub mod netlink;
 pub mod ratelog;
 pub mod rates;
+pub mod reorder;
 pub mod server;
 pub mod server_role;
 pub mod server_udp;

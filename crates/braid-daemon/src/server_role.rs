@@ -14,7 +14,7 @@ use crate::bridge::{AppMsg, StreamEnds, StreamReader, StreamWriter};
 use crate::config::ClientPolicy;
 use crate::driver::Role;
 use crate::egress::EgressPolicy;
-use crate::server_udp::Associations;
+use crate::server_udp::{AssocKind, Associations};
 use crate::splice::splice;
 use braid_core::datagram::Datagram;
 use bytes::Bytes;
@@ -64,7 +64,15 @@ impl Role for ServerRole {
                 Ok((Request::Connect(target), early)) => {
                     egress_stream(target, early, reader, writer, policy, &client).await
                 }
-                Ok((Request::UdpOpen(id), _)) => udp.serve(id, reader, writer, policy, app).await,
+                Ok((Request::UdpOpen(id), _)) => {
+                    udp.serve(id, AssocKind::Plain, reader, writer, policy, app).await
+                }
+                Ok((Request::UdpOpenOrdered(id), _)) => {
+                    udp.serve(id, AssocKind::Ordered, reader, writer, policy, app).await
+                }
+                Ok((Request::PingOpen(id), _)) => {
+                    udp.serve(id, AssocKind::Ping, reader, writer, policy, app).await
+                }
             }
             counter.fetch_sub(1, Ordering::SeqCst);
         });
@@ -76,6 +84,10 @@ impl Role for ServerRole {
         }
         let Ok((assoc, target, payload)) = decode_udp(&d.data) else { return };
         self.udp.deliver(assoc, target, payload);
+    }
+
+    fn on_paths(&mut self, paths: &[braid_core::PathInfo]) {
+        self.udp.hold.update(paths);
     }
 }
 

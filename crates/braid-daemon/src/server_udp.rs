@@ -3,13 +3,21 @@
 //! resets it (its application closed the SOCKS5 control connection, its port forward's source
 //! went idle) or the session ends, the association and its socket are freed at once. Datagrams
 //! for an association that no stream opened are dropped.
+//!
+//! Three kinds ([`AssocKind`]): plain (SOCKS5 UDP ASSOCIATE, UDP forwards); ordered (one UDP
+//! flow of a client's TUN: its payloads carry a sequence number; what the client sends is put
+//! back in order here before it leaves, [`crate::reorder`], and answers are numbered for the
+//! client's window); ping (ICMP echo through the TUN: sent and answered on an ICMP datagram
+//! socket, which needs the server's group in `net.ipv4.ping_group_range`).
 
 use crate::appproto::{encode_reply, encode_udp, Status, Target, CLASS_UDP};
 use crate::bridge::{AppMsg, Inbound, StreamReader, StreamWriter};
 use crate::egress::EgressPolicy;
 use crate::ratelog::RateLimited;
-use bytes::Bytes;
+use crate::reorder::{Reorder, SharedHold, DEFAULT_CAP};
+use bytes::{BufMut, Bytes, BytesMut};
 use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::net::UdpSocket;
@@ -23,6 +31,18 @@ type Map = Arc<Mutex<HashMap<u32, mpsc::Sender<(Target, Bytes)>>>>;
 
 static UNKNOWN: RateLimited = RateLimited::new(Duration::from_secs(10));
 static REFUSED: RateLimited = RateLimited::new(Duration::from_secs(10));
+static NO_PING: RateLimited = RateLimited::new(Duration::from_secs(60));
+
+/// What an association carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AssocKind {
+    /// Datagrams as they come (SOCKS5, forwards).
+    Plain,
+    /// One TUN flow: payloads start with a sequence number, re-ordered on arrival.
+    Ordered,
+    /// ICMP echo messages.
+    Ping,
+}
 
 /// The open associations of one session, by id: where their datagrams go.
 #[derive(Clone)]
@@ -30,6 +50,8 @@ pub struct Associations {
     map: Map,
     max: usize,
     client: Arc<str>,
+    /// The reorder window's hold time, from this session's paths.
+    pub hold: SharedHold,
 }
 
 /// Removes an association from the map when its task ends, however it ends.
@@ -47,7 +69,7 @@ impl Drop for Registered {
 impl Associations {
     /// Associations of `client`, at most `max` at once (0: the client may not use UDP).
     pub fn new(client: &str, max: usize) -> Self {
-        Associations { map: Arc::default(), max, client: client.into() }
+        Associations { map: Arc::default(), max, client: client.into(), hold: SharedHold::new(DEFAULT_CAP) }
     }
 
     /// Open associations.
@@ -98,6 +120,7 @@ impl Associations {
     pub async fn serve(
         &self,
         id: u32,
+        kind: AssocKind,
         mut reader: StreamReader,
         writer: StreamWriter,
         policy: Arc<EgressPolicy>,
@@ -114,23 +137,36 @@ impl Associations {
                 return;
             }
         };
-        let sock = match UdpSocket::bind("[::]:0").await {
-            Ok(s) => s,
-            Err(_) => match UdpSocket::bind("0.0.0.0:0").await {
-                Ok(s) => s,
-                Err(e) => {
-                    tracing::warn!(client = %self.client, error = %e, "cannot open a UDP socket for an association");
-                    let _ = writer.write(encode_reply(Status::Unreachable)).await;
-                    let _ = writer.finish().await;
-                    return;
-                }
+        let opened = match kind {
+            AssocKind::Ping => {
+                ping_socket(IpAddr::from([0u8; 4])).or_else(|_| ping_socket(IpAddr::from([0u16; 8])))
+            }
+            _ => match UdpSocket::bind("[::]:0").await {
+                Ok(s) => Ok(s),
+                Err(_) => UdpSocket::bind("0.0.0.0:0").await,
             },
+        };
+        let sock = match opened {
+            Ok(s) => s,
+            Err(e) => {
+                if kind == AssocKind::Ping {
+                    if let Some(left_out) = NO_PING.hit() {
+                        tracing::warn!(client = %self.client, error = %e, left_out, "cannot open an ICMP datagram socket: ping through braid needs the server's group in net.ipv4.ping_group_range");
+                    }
+                } else {
+                    tracing::warn!(client = %self.client, error = %e, "cannot open a UDP socket for an association");
+                }
+                let _ = writer.write(encode_reply(Status::Unreachable)).await;
+                let _ = writer.finish().await;
+                return;
+            }
         };
         if writer.write(encode_reply(Status::Ok)).await.is_err() {
             return;
         }
         tracing::debug!(client = %self.client, association = id, "UDP association open");
-        let clean = relay(id, &sock, rx, &mut reader, &policy, &app).await;
+        let ends = Ends { id, kind, hold: &self.hold, policy: &policy, app: &app };
+        let clean = relay(&ends, sock, rx, &mut reader).await;
         drop(registered);
         if clean {
             let _ = writer.finish().await;
@@ -141,23 +177,55 @@ impl Associations {
     }
 }
 
+/// What a relay needs besides its socket and queues.
+struct Ends<'a> {
+    id: u32,
+    kind: AssocKind,
+    hold: &'a SharedHold,
+    policy: &'a EgressPolicy,
+    app: &'a mpsc::Sender<AppMsg>,
+}
+
+/// An ICMP datagram socket ("ping socket") of `any`'s family: the kernel fills in the echo
+/// identifier and checksum and hands back only the replies to it.
+fn ping_socket(any: IpAddr) -> std::io::Result<UdpSocket> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let (domain, proto) =
+        if any.is_ipv4() { (Domain::IPV4, Protocol::ICMPV4) } else { (Domain::IPV6, Protocol::ICMPV6) };
+    let s = Socket::new(domain, Type::DGRAM, Some(proto))?;
+    s.set_nonblocking(true)?;
+    s.bind(&SocketAddr::new(any, 0).into())?;
+    UdpSocket::from_std(s.into())
+}
+
 /// Moves datagrams between the association's socket and the session until the stream ends;
 /// true when the client finished it cleanly.
 async fn relay(
-    id: u32,
-    sock: &UdpSocket,
+    ends: &Ends<'_>,
+    sock: UdpSocket,
     mut rx: mpsc::Receiver<(Target, Bytes)>,
     reader: &mut StreamReader,
-    policy: &EgressPolicy,
-    app: &mpsc::Sender<AppMsg>,
 ) -> bool {
+    let id = ends.id;
     let mut buf = vec![0u8; 65536];
+    // A ping association's socket is of the family of its first destination's.
+    let mut sock = sock;
+    let mut window: Reorder<(Target, Bytes)> = Reorder::default();
+    let mut ready: Vec<(Target, Bytes)> = Vec::new();
+    let mut answer_seq: u32 = 0;
     loop {
+        let due = window.next_deadline().map(tokio::time::Instant::from_std);
+        let timer = async {
+            match due {
+                Some(d) => tokio::time::sleep_until(d).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             m = reader.recv() => match m {
                 Some(Inbound::Fin) => return true,
                 Some(Inbound::Data(b)) => {
-                    // Nothing follows UDP_OPEN: bytes here are a protocol error.
+                    // Nothing follows the request: bytes here are a protocol error.
                     reader.consumed(b.len());
                     tracing::debug!(association = id, "bytes on a UDP association's stream; closing it");
                     return false;
@@ -166,11 +234,20 @@ async fn relay(
             },
             m = rx.recv() => {
                 let Some((target, payload)) = m else { return false };
-                match crate::server_role::resolve(&target, policy).await {
-                    Ok(addr) => {
-                        let _ = sock.send_to(&payload, crate::udp::v6_if_needed(addr, sock)).await;
-                    }
-                    Err((_, why)) => tracing::debug!(%target, reason = %why, "UDP datagram refused"),
+                if ends.kind == AssocKind::Ordered {
+                    let Some((seq, data)) = split_seq(&payload) else { continue };
+                    window.push(std::time::Instant::now(), seq, (target, data), ends.hold.get(), &mut ready);
+                } else {
+                    ready.push((target, payload));
+                }
+                for (target, payload) in ready.drain(..) {
+                    send(ends, &mut sock, &target, &payload).await;
+                }
+            }
+            _ = timer => {
+                window.poll(std::time::Instant::now(), &mut ready);
+                for (target, payload) in ready.drain(..) {
+                    send(ends, &mut sock, &target, &payload).await;
                 }
             }
             r = sock.recv_from(&mut buf) => {
@@ -183,9 +260,52 @@ async fn relay(
                         return false;
                     }
                 };
-                let d = encode_udp(id, &Target::Addr(crate::udp::canonical(from)), &buf[..n]);
-                let _ = app.try_send(AppMsg::Datagram(CLASS_UDP, d));
+                let source = Target::Addr(crate::udp::canonical(from));
+                let d = match ends.kind {
+                    AssocKind::Ordered => {
+                        let mut p = BytesMut::with_capacity(n + 4);
+                        p.put_u32(answer_seq);
+                        p.put_slice(&buf[..n]);
+                        answer_seq = answer_seq.wrapping_add(1);
+                        encode_udp(id, &source, &p)
+                    }
+                    _ => encode_udp(id, &source, &buf[..n]),
+                };
+                let _ = ends.app.try_send(AppMsg::Datagram(CLASS_UDP, d));
             }
         }
     }
+}
+
+/// Splits an ordered association's payload into its sequence number and the datagram.
+pub fn split_seq(payload: &Bytes) -> Option<(u32, Bytes)> {
+    let seq = u32::from_be_bytes(payload.get(..4)?.try_into().ok()?);
+    Some((seq, payload.slice(4..)))
+}
+
+/// Sends one datagram of the association where the egress policy allows.
+async fn send(ends: &Ends<'_>, sock: &mut UdpSocket, target: &Target, payload: &[u8]) {
+    let addr = match crate::server_role::resolve(target, ends.policy).await {
+        Ok(a) => a,
+        Err((_, why)) => {
+            tracing::debug!(%target, reason = %why, "UDP datagram refused");
+            return;
+        }
+    };
+    if ends.kind == AssocKind::Ping {
+        let family_differs = sock.local_addr().is_ok_and(|l| l.is_ipv4() != addr.is_ipv4());
+        if family_differs {
+            let any = if addr.is_ipv4() { IpAddr::from([0u8; 4]) } else { IpAddr::from([0u16; 8]) };
+            match ping_socket(any) {
+                Ok(s) => *sock = s,
+                Err(e) => {
+                    tracing::debug!(error = %e, "cannot open an ICMP socket of this family");
+                    return;
+                }
+            }
+        }
+        let _ = sock.send_to(payload, SocketAddr::new(addr.ip(), 0)).await;
+        return;
+    }
+    let _ = sock.send_to(payload, crate::udp::v6_if_needed(addr, sock)).await;
 }

@@ -4,7 +4,6 @@
 
 use crate::udp::UdpLink;
 use braid_core::CloseReason;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -62,6 +61,7 @@ pub fn replaced_reason(newer: std::net::SocketAddr) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::Ordering;
 
     #[test]
     fn a_takeover_names_the_newer_address() {

@@ -1,0 +1,255 @@
+//! The per-flow reorder window for datagrams of the TUN front end (UDP flows: QUIC, RTP, DNS).
+//!
+//! Datagrams of one flow may take different paths and arrive out of order; QUIC (RFC 9002
+//! §6.1.1: a packet three numbers behind the newest is declared lost) and RTP jitter buffers
+//! read that as loss. The receiver therefore releases each flow's datagrams in the sender's
+//! order (a per-flow sequence number, [`crate::appproto`]) and holds one that arrives ahead of
+//! a gap for at most the *hold time*: long enough for a datagram on the slowest active path
+//! to catch up, never longer than a configured cap. When the hold runs out the gap is given
+//! up (a real loss) and what follows goes on in order. A datagram older than what was already
+//! released is passed on at once (late, counted): dropping it would turn reordering into loss.
+//!
+//! Sans-IO: time is passed in; the owner polls [`Reorder::next_deadline`].
+
+use braid_core::monitor::MonitorState;
+use braid_core::PathInfo;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Datagrams one flow holds at most; past that the oldest gap is given up.
+pub const MAX_HELD: usize = 512;
+/// Default cap of the hold time (`tun.reorder_max`).
+pub const DEFAULT_CAP: Duration = Duration::from_millis(150);
+
+/// Counters of one flow's window.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ReorderStats {
+    /// Datagrams released in order after being held.
+    pub held: u64,
+    /// Gaps given up (the hold ran out, or the window was full).
+    pub gaps: u64,
+    /// Datagrams that arrived after their place was given up, passed on at once.
+    pub late: u64,
+}
+
+/// The reorder window of one flow, for items of type `T`.
+#[derive(Debug)]
+pub struct Reorder<T> {
+    /// The next sequence number to release (extended to 64 bits), once one arrived.
+    next: Option<u64>,
+    held: BTreeMap<u64, (Instant, T)>,
+    /// Counters.
+    pub stats: ReorderStats,
+}
+
+impl<T> Default for Reorder<T> {
+    fn default() -> Self {
+        Reorder { next: None, held: BTreeMap::new(), stats: ReorderStats::default() }
+    }
+}
+
+impl<T> Reorder<T> {
+    /// Takes datagram `seq` at `now`; what may be released goes to `out`, in order. A
+    /// datagram ahead of a gap waits at most `hold` (zero: nothing waits).
+    pub fn push(&mut self, now: Instant, seq: u32, item: T, hold: Duration, out: &mut Vec<T>) {
+        let next = *self.next.get_or_insert(u64::from(seq));
+        // Serial-number arithmetic (RFC 1982): within 2^31 either way of the next one.
+        let ext = next.wrapping_add(seq.wrapping_sub(next as u32) as i32 as i64 as u64);
+        if (ext as i64) < (next as i64) {
+            self.stats.late += 1;
+            out.push(item);
+            return;
+        }
+        if ext == next {
+            out.push(item);
+            self.next = Some(next + 1);
+            self.release_run(out);
+            return;
+        }
+        if hold.is_zero() {
+            self.stats.gaps += 1;
+            self.release_through(ext - 1, out);
+            out.push(item);
+            self.next = Some(ext + 1);
+            self.release_run(out);
+            return;
+        }
+        self.held.entry(ext).or_insert((now + hold, item));
+        while self.held.len() > MAX_HELD {
+            let first = *self.held.keys().next().expect("not empty");
+            self.give_up_through(first, out);
+        }
+    }
+
+    /// Releases what waited its full hold at `now` (and what follows it in order).
+    pub fn poll(&mut self, now: Instant, out: &mut Vec<T>) {
+        while let Some(last_due) =
+            self.held.iter().filter(|(_, (due, _))| *due <= now).map(|(k, _)| *k).next_back()
+        {
+            self.give_up_through(last_due, out);
+        }
+    }
+
+    /// When the next held datagram's hold runs out.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.held.values().map(|(due, _)| *due).min()
+    }
+
+    /// Datagrams held now.
+    pub fn len(&self) -> usize {
+        self.held.len()
+    }
+
+    /// Whether none is held.
+    pub fn is_empty(&self) -> bool {
+        self.held.is_empty()
+    }
+
+    /// Gives up the gaps before `seq` (held): releases every held datagram up to it.
+    fn give_up_through(&mut self, seq: u64, out: &mut Vec<T>) {
+        self.stats.gaps += 1;
+        self.release_through(seq, out);
+        self.next = Some(seq + 1);
+        self.release_run(out);
+    }
+
+    fn release_through(&mut self, seq: u64, out: &mut Vec<T>) {
+        while let Some(entry) = self.held.first_entry() {
+            if *entry.key() > seq {
+                break;
+            }
+            out.push(entry.remove().1);
+            self.stats.held += 1;
+        }
+    }
+
+    /// Releases held datagrams that follow the next one without a gap.
+    fn release_run(&mut self, out: &mut Vec<T>) {
+        let Some(mut next) = self.next else { return };
+        while let Some((_, item)) = self.held.remove(&next) {
+            out.push(item);
+            self.stats.held += 1;
+            next += 1;
+        }
+        self.next = Some(next);
+    }
+}
+
+/// The hold time the session's paths call for: the spread of their one-way delays (half the
+/// smoothed RTT) among the paths carrying data, plus twice the largest jitter (RFC 3550
+/// §6.4.1) and 2 ms of scheduling slack, at most `cap`. With one path (or none measured yet)
+/// nothing needs reordering but jitter can still reorder, so the jitter term stays.
+pub fn hold_for(paths: &[PathInfo], cap: Duration) -> Duration {
+    let live: Vec<&PathInfo> = paths
+        .iter()
+        .filter(|p| matches!(p.monitor_state, MonitorState::Active | MonitorState::Probing))
+        .filter(|p| !p.srtt.is_zero())
+        .collect();
+    let Some(fast) = live.iter().map(|p| p.srtt).min() else { return cap };
+    let slow = live.iter().map(|p| p.srtt).max().unwrap_or(fast);
+    let jitter = live.iter().map(|p| p.jitter).max().unwrap_or_default();
+    ((slow - fast) / 2 + jitter * 2 + Duration::from_millis(2)).min(cap)
+}
+
+/// The hold time of a session, shared by its flows: updated by the session's driver as the
+/// paths are measured, read by every flow's window.
+#[derive(Debug, Clone)]
+pub struct SharedHold {
+    nanos: Arc<AtomicU64>,
+    cap: Duration,
+}
+
+impl SharedHold {
+    /// Starts at `cap` until paths are measured.
+    pub fn new(cap: Duration) -> Self {
+        SharedHold { nanos: Arc::new(AtomicU64::new(cap.as_nanos() as u64)), cap }
+    }
+
+    /// The hold now.
+    pub fn get(&self) -> Duration {
+        Duration::from_nanos(self.nanos.load(Ordering::Relaxed))
+    }
+
+    /// Recomputes it from the session's paths.
+    pub fn update(&self, paths: &[PathInfo]) {
+        self.nanos.store(hold_for(paths, self.cap).as_nanos() as u64, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HOLD: Duration = Duration::from_millis(50);
+
+    fn push_all(r: &mut Reorder<u32>, now: Instant, seqs: &[u32]) -> Vec<u32> {
+        let mut out = Vec::new();
+        for &s in seqs {
+            r.push(now, s, s, HOLD, &mut out);
+        }
+        out
+    }
+
+    #[test]
+    fn in_order_passes_straight_through() {
+        let mut r = Reorder::default();
+        assert_eq!(push_all(&mut r, Instant::now(), &[5, 6, 7]), vec![5, 6, 7]);
+        assert!(r.is_empty() && r.next_deadline().is_none());
+    }
+
+    #[test]
+    fn a_swapped_pair_comes_out_in_order() {
+        let mut r = Reorder::default();
+        let t = Instant::now();
+        assert_eq!(push_all(&mut r, t, &[0, 2, 3]), vec![0]);
+        assert_eq!(r.len(), 2);
+        assert_eq!(r.next_deadline(), Some(t + HOLD));
+        assert_eq!(push_all(&mut r, t, &[1]), vec![1, 2, 3]);
+        assert_eq!(r.stats, ReorderStats { held: 2, gaps: 0, late: 0 });
+    }
+
+    #[test]
+    fn a_gap_is_given_up_when_the_hold_runs_out_and_a_straggler_is_late() {
+        let mut r = Reorder::default();
+        let t = Instant::now();
+        assert_eq!(push_all(&mut r, t, &[0, 2]), vec![0]);
+        let mut out = Vec::new();
+        r.poll(t + HOLD / 2, &mut out);
+        assert!(out.is_empty());
+        r.push(t + HOLD / 2, 3, 3, HOLD, &mut out);
+        r.poll(t + HOLD, &mut out);
+        // 2's hold ran out: the gap at 1 is given up; 3 follows 2 without a gap.
+        assert_eq!(out, vec![2, 3]);
+        r.push(t + HOLD, 1, 1, HOLD, &mut out);
+        assert_eq!(out, vec![2, 3, 1]);
+        assert_eq!(r.stats.late, 1);
+        assert_eq!(r.stats.gaps, 1);
+    }
+
+    #[test]
+    fn sequence_numbers_wrap() {
+        let mut r = Reorder::default();
+        let t = Instant::now();
+        assert_eq!(push_all(&mut r, t, &[u32::MAX - 1, 0, u32::MAX, 1]), vec![u32::MAX - 1, u32::MAX, 0, 1]);
+    }
+
+    #[test]
+    fn a_zero_hold_never_waits_and_the_window_is_bounded() {
+        let mut r = Reorder::default();
+        let mut out = Vec::new();
+        let t = Instant::now();
+        r.push(t, 0, 0, Duration::ZERO, &mut out);
+        r.push(t, 2, 2, Duration::ZERO, &mut out);
+        assert_eq!(out, vec![0, 2]);
+        let mut r = Reorder::default();
+        let mut out = Vec::new();
+        r.push(t, 0, 0, HOLD, &mut out);
+        for s in 2..(MAX_HELD as u32 + 10) {
+            r.push(t, s, s, HOLD, &mut out);
+        }
+        assert!(r.len() <= MAX_HELD);
+        assert_eq!(out[..3], [0, 2, 3]);
+    }
+}
