@@ -6,6 +6,7 @@
 mod figures;
 mod report;
 
+use braid_daemon::status::Status;
 use braid_emu::testbed::{download_socks, start_source, Testbed, TestbedConfig};
 use braid_sim::units::format_rate;
 use braid_sim::LinkSpec;
@@ -25,6 +26,9 @@ const STEADY: Duration = Duration::from_secs(4);
 const AFTER_RESTORE: Duration = Duration::from_secs(3);
 /// How often progress is sampled.
 const SAMPLE_EVERY: Duration = Duration::from_millis(100);
+/// A restored link carries data again once a sampling interval sees it forward this share of
+/// its rate towards the client (its probes and ACKs alone are a few small packets).
+const CARRYING_SHARE: f64 = 0.25;
 
 /// Arguments of `braid demo`.
 #[derive(Args, Debug)]
@@ -100,32 +104,29 @@ pub async fn run(args: DemoArgs) -> ExitCode {
     let progress = got.clone();
     let download =
         tokio::spawn(download_socks(socks, source.addr, move |n| progress.store(n, Ordering::Relaxed)));
-    let path_bytes = || -> Vec<u64> {
-        let st = bed.client.board.snapshot();
-        let mut v = vec![0; specs.len()];
-        for p in st.sessions.first().map(|s| s.paths.as_slice()).unwrap_or_default() {
-            if let Some(slot) = v.get_mut(p.id as usize) {
-                *slot = p.stream_bytes_received;
-            }
-        }
-        v
-    };
+    // What each link carries towards the client, read off its relay: immediate, unlike the
+    // status board, which the client refreshes every 500 ms.
+    let link_bytes =
+        || -> Vec<u64> { bed.relays.iter().map(|r| r.stats().down_bytes.load(Ordering::Relaxed)).collect() };
     let started = Instant::now();
-    let mut tl = Timeline::default();
+    let (mut tl, mut cut_link) = (Timeline::default(), Timeline::default());
     let mut ev = Events::default();
     let mut tick = tokio::time::interval(SAMPLE_EVERY);
-    let (mut steady_paths, mut printed) = ((Vec::new(), Vec::new()), (0.0, 0u64, path_bytes()));
+    let mut steady: (Option<Status>, Option<Status>) = (None, None);
+    let mut printed = (0.0, link_bytes());
     let relay = bed.relays[fastest].clone();
     while !download.is_finished() {
         tick.tick().await;
         let t = started.elapsed().as_secs_f64();
         let bytes = got.load(Ordering::Relaxed);
+        let links = link_bytes();
         tl.push(t, bytes);
-        if steady_paths.0.is_empty() && t >= WARM_UP.as_secs_f64() {
-            steady_paths.0 = path_bytes();
+        cut_link.push(t, links[fastest]);
+        if steady.0.is_none() && t >= WARM_UP.as_secs_f64() {
+            steady.0 = Some(bed.client.board.snapshot());
         }
-        if steady_paths.1.is_empty() && t >= (WARM_UP + STEADY).as_secs_f64() {
-            steady_paths.1 = path_bytes();
+        if steady.1.is_none() && t >= (WARM_UP + STEADY).as_secs_f64() {
+            steady.1 = Some(bed.client.board.snapshot());
             relay.set_down(true);
             ev.cut = Some(started.elapsed().as_secs_f64());
             say(format!("  -- link {fastest} cut --"));
@@ -136,20 +137,19 @@ pub async fn run(args: DemoArgs) -> ExitCode {
             say(format!("  -- link {fastest} restored --"));
         }
         if !args.json && t - printed.0 >= 0.5 {
-            let now = path_bytes();
-            let rates: Vec<String> = now
+            let rates: Vec<String> = links
                 .iter()
-                .zip(&printed.2)
+                .zip(&printed.1)
                 .enumerate()
                 .map(|(i, (n, b))| {
                     format!(
-                        "path {i} {:>12}",
+                        "link {i} {:>12}",
                         format_rate(n.saturating_sub(*b) as f64 * 8.0 / (t - printed.0))
                     )
                 })
                 .collect();
             println!("  {t:>5.1} s {:>6.1} MB  {}", bytes as f64 / 1e6, rates.join("  "));
-            printed = (t, bytes, now);
+            printed = (t, links);
         }
     }
     relay.set_down(false);
@@ -188,19 +188,13 @@ pub async fn run(args: DemoArgs) -> ExitCode {
             _ => 0.0,
         },
         recover_s: ev.cut.zip(ev.restore).and_then(|(c, r)| tl.time_to(c, r, total * surviving / sum)),
+        link_back_s: ev
+            .restore
+            .and_then(|r| cut_link.first_reaching(r, CARRYING_SHARE * specs[fastest].rate_bps as f64)),
         back_to_full_s: ev
             .restore
-            .and_then(|r| tl.time_to(r, (r + AFTER_RESTORE.as_secs_f64()).min(end - 0.2), total)),
-        paths: steady_paths
-            .1
-            .iter()
-            .zip(&steady_paths.0)
-            .enumerate()
-            .map(|(i, (b, a))| PathRow {
-                link: args.links[i].clone(),
-                goodput_bps: b.saturating_sub(*a) as f64 * 8.0 / STEADY.as_secs_f64(),
-            })
-            .collect(),
+            .and_then(|r| tl.time_to(r, (r + AFTER_RESTORE.as_secs_f64()).min(end), total)),
+        paths: path_rows(&args.links, &steady),
     };
     if ev.restore.is_none_or(|r| end < r + AFTER_RESTORE.as_secs_f64()) {
         eprintln!(
@@ -246,4 +240,24 @@ async fn single_link(spec: &LinkSpec, source: &braid_emu::testbed::Source) -> Re
         );
     }
     Ok(b.saturating_sub(a) as f64 * 8.0 / (t1 - t0).as_secs_f64())
+}
+
+/// Each path's goodput over the steady-state window, from two status documents: stream bytes
+/// over the interval between the two samplings (`sampled_s`).
+fn path_rows(links: &[String], steady: &(Option<Status>, Option<Status>)) -> Vec<PathRow> {
+    let session = |s: &Option<Status>| s.as_ref().and_then(|s| s.sessions.first().cloned());
+    let (Some(a), Some(b)) = (session(&steady.0), session(&steady.1)) else { return Vec::new() };
+    let span = b.sampled_s - a.sampled_s;
+    links
+        .iter()
+        .enumerate()
+        .map(|(i, link)| {
+            let bytes = |s: &braid_daemon::status::SessionStatus| {
+                s.paths.iter().find(|p| p.id as usize == i).map_or(0, |p| p.stream_bytes_received)
+            };
+            let goodput_bps =
+                if span > 0.0 { bytes(&b).saturating_sub(bytes(&a)) as f64 * 8.0 / span } else { 0.0 };
+            PathRow { link: link.clone(), goodput_bps }
+        })
+        .collect()
 }
