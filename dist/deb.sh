@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -p braid
-out=target/dist
+out=target/release/dist
 rm -rf "$out" && mkdir -p "$out"
 bin=target/release/braid
 "$bin" manpage | gzip -9n > "$out/braid.1.gz"
