@@ -34,6 +34,8 @@ pub struct RelayStats {
     pub up_packets: AtomicU64,
     /// Datagrams forwarded towards the client.
     pub down_packets: AtomicU64,
+    /// Their bytes (UDP payload): what the link carries towards the client.
+    pub down_bytes: AtomicU64,
     /// Datagrams dropped (queue, loss, outage), both directions.
     pub dropped: AtomicU64,
 }
@@ -365,6 +367,7 @@ async fn run(
                             if let Some(c) = client {
                                 let _ = front.send_to(&p.data, c).await;
                                 shared.stats.down_packets.fetch_add(1, Ordering::Relaxed);
+                                shared.stats.down_bytes.fetch_add(p.data.len() as u64, Ordering::Relaxed);
                             }
                         }
                         Leg::Stale => {
@@ -454,6 +457,7 @@ mod tests {
         let (n, _) = client.recv_from(&mut buf).await.unwrap();
         assert_eq!(&buf[..n], b"pong");
         assert!(t0.elapsed() >= Duration::from_millis(40));
+        assert_eq!(relay.stats().down_bytes.load(Ordering::Relaxed), 4);
         relay.set_down(true);
         client.send_to(b"lost", relay.addr).await.unwrap();
         let r = tokio::time::timeout(Duration::from_millis(100), server.recv_from(&mut buf)).await;

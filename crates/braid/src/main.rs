@@ -3,6 +3,7 @@
 mod daemon;
 mod demo;
 mod keys;
+mod manual;
 mod sim;
 mod status;
 
@@ -39,6 +40,10 @@ enum Command {
     Sim(sim::SimArgs),
     /// Namespaces and emulated links: braid side by side with kernel MPTCP and single links (root).
     Lab(braid_lab::LabArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(manual::CompletionArgs),
+    /// Print the man page, braid(1), in roff.
+    Manpage,
 }
 
 fn init_logging(filter: Option<&str>, default: &str) {
@@ -100,6 +105,8 @@ fn main() -> ExitCode {
         Command::Genkey => keys::genkey(),
         Command::Pubkey => keys::pubkey(),
         Command::Status(args) => status::run(args),
+        Command::Completions(args) => manual::completions::<Cli>(args),
+        Command::Manpage => manual::manpage::<Cli>(),
         cmd => {
             let quiet = matches!(cmd, Command::Demo(_));
             init_logging(cli.log.as_deref(), if quiet { "warn" } else { "info" });

@@ -20,6 +20,11 @@ const PERSISTENT_CONGESTION_THRESHOLD: u32 = 3;
 /// packet, so a dead link costs 4 packets a second.
 pub const MAX_PROBE_INTERVAL: Duration = Duration::from_millis(250);
 
+/// Unanswered probes after which a suspect path is taken for an outage: from then on, a
+/// packet from the peer on it is answered with a probe at once (the link is back). Shorter
+/// spells (a loss burst on a slow link) keep the regular probe timer.
+const OUTAGE_PROBES: u32 = 2;
+
 /// The ACK acknowledged a packet number that was never sent: the peer is broken or lying.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InvalidAck;
@@ -207,7 +212,9 @@ impl Path {
     }
 
     /// The loss-detection timer: the time threshold, else the probe timeout (RFC 9002 §6.2),
-    /// else — for a suspect path — the next probe.
+    /// else — for a suspect path — the next probe: at once when the peer was heard on the path
+    /// since the last probe of an outage (its packet says the link is back; probes stay a minimum RTT and a
+    /// quarter of the cap apart), else after the backed-off probe timeout, at most [`MAX_PROBE_INTERVAL`].
     pub fn loss_timer(&self, max_ack_delay: Duration) -> Option<Timestamp> {
         if self.state == PathState::Closed {
             return None;
@@ -219,7 +226,13 @@ impl Path {
         let backoff = 1u32 << self.pto_count.min(10);
         let pto = self.rtt.pto_base(max_ack_delay) * backoff;
         match self.state {
-            PathState::Suspect => Some(last + pto.min(MAX_PROBE_INTERVAL)),
+            PathState::Suspect => {
+                let regular = last + pto.min(MAX_PROBE_INTERVAL);
+                let outage = self.pto_count >= OUTAGE_PROBES;
+                let heard = self.last_received.filter(|&r| outage && r > last);
+                let spacing = self.rtt.min().max(MAX_PROBE_INTERVAL / 4);
+                Some(heard.map_or(regular, |r| r.max(last + spacing).min(regular)))
+            }
             PathState::Active if self.has_eliciting_in_flight() => Some(last + pto),
             _ => None,
         }
@@ -239,5 +252,70 @@ impl Path {
             // Re-arm from now so the timer does not fire again before the probe leaves.
             self.last_eliciting_sent = Some(now);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cc::Algorithm;
+
+    const MAD: Duration = Duration::from_millis(25);
+
+    fn ms(n: u64) -> Timestamp {
+        Timestamp::from_duration(Duration::from_millis(n))
+    }
+
+    /// A suspect path with a 30 ms RTT whose last probe left at 1000 ms, long after its PTO
+    /// backoff passed the probe cap.
+    fn suspect() -> Path {
+        let addr = "127.0.0.1:1".parse().unwrap();
+        let mut p = Path::new(0, None, addr, PathState::Suspect, Algorithm::Cubic, 1200, ms(0));
+        p.rtt.update(Duration::from_millis(30), Duration::ZERO);
+        p.pto_count = 6;
+        p.last_eliciting_sent = Some(ms(1000));
+        p
+    }
+
+    #[test]
+    fn a_suspect_path_probes_at_the_capped_interval() {
+        let p = suspect();
+        assert_eq!(p.loss_timer(MAD), Some(ms(1000) + MAX_PROBE_INTERVAL));
+    }
+
+    #[test]
+    fn a_short_spell_keeps_the_regular_probe_timer() {
+        let mut p = suspect();
+        p.pto_count = 1;
+        p.last_received = Some(ms(1100));
+        let pto = p.rtt.pto_base(MAD) * 2;
+        assert_eq!(p.loss_timer(MAD), Some(ms(1000) + pto.min(MAX_PROBE_INTERVAL)));
+    }
+
+    /// A restored link: the peer's probe arrives between two of ours. Waiting for our next
+    /// probe would leave the path idle for up to MAX_PROBE_INTERVAL; it probes at once.
+    #[test]
+    fn a_suspect_path_that_hears_from_its_peer_probes_at_once() {
+        let mut p = suspect();
+        p.last_received = Some(ms(1100));
+        assert_eq!(p.loss_timer(MAD), Some(ms(1100)));
+        let mut lost = Vec::new();
+        p.on_loss_timeout(ms(1100), MAD, &mut lost);
+        assert_eq!(p.probes_due, 1);
+        // Once the probe is out, the next one waits for the regular interval again.
+        p.last_eliciting_sent = Some(ms(1100));
+        assert_eq!(p.loss_timer(MAD), Some(ms(1100) + MAX_PROBE_INTERVAL));
+    }
+
+    /// A peer that keeps sending on a one-way broken path does not get a probe per packet.
+    #[test]
+    fn probes_for_a_talking_peer_stay_apart() {
+        let mut p = suspect();
+        p.last_received = Some(ms(1001));
+        assert_eq!(p.loss_timer(MAD), Some(ms(1000) + MAX_PROBE_INTERVAL / 4));
+        p.rtt.update(Duration::from_millis(300), Duration::ZERO);
+        p.rtt.reset_min();
+        p.rtt.update(Duration::from_millis(100), Duration::ZERO);
+        assert_eq!(p.loss_timer(MAD), Some(ms(1100)), "a minimum RTT apart when that is longer");
     }
 }
