@@ -55,6 +55,8 @@ pub struct ClientHandle {
     supervisor: Option<JoinHandle<Result<(), Failure>>>,
     tasks: Vec<JoinHandle<()>>,
     stopping: watch::Sender<bool>,
+    /// TUN mode; stopping it restores routes and DNS.
+    tun: Option<Arc<crate::tun::TunHandle>>,
 }
 
 impl ClientHandle {
@@ -102,13 +104,16 @@ impl ClientHandle {
         false
     }
 
-    /// Stops the client.
+    /// Stops the client (and undoes TUN mode's routes, rules and DNS).
     pub fn stop(&self) {
         if let Some(t) = &self.supervisor {
             t.abort();
         }
         for t in &self.tasks {
             t.abort();
+        }
+        if let Some(t) = &self.tun {
+            t.stop();
         }
     }
 }
@@ -201,6 +206,14 @@ async fn resolve_links(
             }
         }
     }
+    if let Some(tun) = &settings.tun {
+        // TUN mode routes every unmarked packet into the TUN: the paths' own must stay out.
+        for l in &out {
+            l.link.set_mark(tun.fwmark).map_err(|e| {
+                Failure::Interface(format!("link {}: cannot mark its socket for TUN mode ({e}); it needs CAP_NET_ADMIN", l.label))
+            })?;
+        }
+    }
     Ok(out)
 }
 
@@ -234,8 +247,19 @@ pub async fn start_client(settings: ClientSettings) -> Result<ClientHandle, Fail
         settings.max_connections,
         settings.socks_timeout,
     );
-    let counters = front.clone();
-    board.attach_frontend(move || counters.status());
+    let hold = crate::reorder::SharedHold::new(
+        settings.tun.as_ref().map_or(crate::reorder::DEFAULT_CAP, |t| t.reorder_max),
+    );
+    let tun = match &settings.tun {
+        Some(t) => Some(Arc::new(crate::tun::start(t, app_tx.clone(), udp.clone(), hold.clone()).await?)),
+        None => None,
+    };
+    let (counters, tun_status) = (front.clone(), tun.clone());
+    board.attach_frontend(move || {
+        let mut s = counters.status();
+        s.tun = tun_status.as_ref().map(|t| t.status());
+        s
+    });
     let socks_addr = match settings.socks {
         Some(a) => {
             let l = TcpListener::bind(a)
@@ -299,6 +323,7 @@ pub async fn start_client(settings: ClientSettings) -> Result<ClientHandle, Fail
         udp,
         connected: connected.clone(),
         app_tx: app_tx.clone(),
+        hold,
     };
     let supervisor = tokio::spawn(sup.run(app_rx, links_rx));
     Ok(ClientHandle {
@@ -311,6 +336,7 @@ pub async fn start_client(settings: ClientSettings) -> Result<ClientHandle, Fail
         supervisor: Some(supervisor),
         tasks,
         stopping,
+        tun,
     })
 }
 
@@ -375,6 +401,8 @@ struct Supervisor {
     udp: UdpRegistry,
     connected: Arc<AtomicBool>,
     app_tx: mpsc::Sender<AppMsg>,
+    /// The reorder hold of TUN flows, from the session's paths.
+    hold: crate::reorder::SharedHold,
 }
 
 /// The client's role: answers to UDP associations; streams opened by the server are refused.
@@ -384,6 +412,7 @@ struct ClientRole {
     ever: Arc<AtomicBool>,
     /// This session was established.
     this_session: Arc<AtomicBool>,
+    hold: crate::reorder::SharedHold,
 }
 
 impl Role for ClientRole {
@@ -410,6 +439,10 @@ impl Role for ClientRole {
             Event::Closed(_) => self.connected.store(false, Ordering::SeqCst),
             _ => {}
         }
+    }
+
+    fn on_paths(&mut self, paths: &[braid_core::PathInfo]) {
+        self.hold.update(paths);
     }
 }
 
@@ -458,6 +491,7 @@ impl Supervisor {
                 connected: self.connected.clone(),
                 ever: ever.clone(),
                 this_session: this_session.clone(),
+                hold: self.hold.clone(),
             };
             let mut bound = vec![(0u8, l0.clone())];
             for (i, l) in links.iter().enumerate() {

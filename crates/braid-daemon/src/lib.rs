@@ -25,6 +25,7 @@ pub mod server_role;
 pub mod server_udp;
 pub mod splice;
 pub mod status;
+pub mod tun;
 pub mod udp;
 
 pub use client::{start_client, ClientHandle};

@@ -55,6 +55,9 @@ pub struct FrontendStatus {
     pub udp_associations: usize,
     /// UDP associations the server refused.
     pub udp_refused: u64,
+    /// The TUN front end's counters, in TUN mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tun: Option<crate::tun::TunStatus>,
 }
 
 impl Frontend {
@@ -83,6 +86,7 @@ impl Frontend {
             accept_errors: c.accept_errors.load(Ordering::Relaxed),
             udp_associations: self.udp.len(),
             udp_refused: c.udp_refused.load(Ordering::Relaxed),
+            tun: None,
         }
     }
 
@@ -127,6 +131,15 @@ pub async fn connect(app: &mpsc::Sender<AppMsg>, target: &Target) -> Result<(Str
     open(app, encode_connect(target))
         .await
         .inspect_err(|s| tracing::debug!(%target, status = ?s, "CONNECT refused"))
+}
+
+/// Opens association `id` of the kind `request` names (the TUN's ordered flows and pings).
+pub(crate) async fn open_association_as(
+    app: &mpsc::Sender<AppMsg>,
+    request: &crate::appproto::Request,
+    id: u32,
+) -> Result<(StreamReader, StreamWriter), Status> {
+    open(app, crate::appproto::encode_association_open(request, id)).await.map(|(ends, _)| ends.split())
 }
 
 /// Opens UDP association `id` at the server: the stream that carries its life.
