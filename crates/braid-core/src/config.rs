@@ -29,6 +29,12 @@ pub struct TrafficClass {
     /// The scheduler for this class (None: the session's). Classes sharing a scheduler kind
     /// share one instance, so priority-aware schedulers see all their classes.
     pub scheduler: Option<scheduler::Kind>,
+    /// Most bytes a second the class may send (seed 001's per-application maximum rate); what
+    /// exceeds it waits (streams) or is dropped when it waits past its deadline (datagrams).
+    pub max_rate: Option<u64>,
+    /// Bytes a second the class is served ahead of its priority until it has had them (seed
+    /// 001's minimum rate): a low-priority class is not starved.
+    pub min_rate: Option<u64>,
 }
 
 /// Settings shared by both sides of a session.

@@ -217,11 +217,12 @@ impl Datagrams {
         self.outgoing_len > 0
     }
 
-    /// The next datagram by priority (lowest value first), without taking it.
-    pub fn peek(&self, priority: impl Fn(u8) -> u8) -> Option<&OutgoingDatagram> {
+    /// The next datagram by rank (lowest first; classes ranked None are left out), without
+    /// taking it.
+    pub fn peek(&self, rank: impl Fn(u8) -> Option<u8>) -> Option<&OutgoingDatagram> {
         self.outgoing
             .iter()
-            .filter_map(|(c, q)| q.front().map(|d| (priority(*c), d)))
+            .filter_map(|(c, q)| Some((rank(*c)?, q.front()?)))
             .min_by_key(|(p, _)| *p)
             .map(|(_, d)| d)
     }

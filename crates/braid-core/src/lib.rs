@@ -48,6 +48,7 @@
 //! | [`cc`] | congestion controllers and pacing |
 //! | [`stream`], [`datagram`] | what the application sends and receives |
 //! | [`scheduler`] | which path carries the next packet |
+//! | [`policy`] | the client's choices (scheduler, classes, path limits) for both directions |
 //! | [`monitor`] | per-path measurements |
 //! | [`session`], [`endpoint`] | the state machine and the server's admission of clients |
 
@@ -58,6 +59,7 @@ pub mod datagram;
 pub mod endpoint;
 pub mod monitor;
 pub mod path;
+pub mod policy;
 pub mod ranges;
 pub mod scheduler;
 pub mod session;

@@ -51,6 +51,43 @@ fn a_restarted_server_resets_the_session_at_once() {
     assert_eq!(p.endpoint.replied.resets, 1);
 }
 
+/// Two clients with one key: the newer handshake wins, and the older session stays routed
+/// until the server's driver forgets it, so that its client hears the CLOSE saying why rather
+/// than a stateless reset (which reads as a server restart and is answered by taking the key
+/// back at once).
+#[test]
+fn a_replaced_session_is_routed_until_forgotten() {
+    let mut p = Pair::good();
+    p.run(Duration::from_millis(10));
+    let old = p.server.as_ref().unwrap().id();
+    let (c, s) = keys();
+    let cfg = ClientConfig { secret: c, server_key: s.public_key(), session: SessionConfig::default() };
+    let mut second =
+        Session::connect(&cfg, p.now, Some(addr(CLIENT_2)), addr(SERVER), Seed::from_u64(5), 2000);
+    let mut buf = Vec::new();
+    let t = second.poll_transmit(p.now, &mut buf).expect("message 1");
+    let ev = p.endpoint.handle_inline(p.now, Some(addr(SERVER)), addr(CLIENT_2), &buf[..t.size]);
+    let DatagramEvent::Accepted { replaces, .. } = ev else { panic!("not admitted: {ev:?}") };
+    assert_eq!(replaces, Some(old));
+    let first_packet = |p: &mut Pair| {
+        let id = p.client.open_stream(0).unwrap();
+        p.client.write(id, b"still here").unwrap();
+        let mut buf = Vec::new();
+        let t = p.client.poll_transmit(p.now, &mut buf).expect("a data packet");
+        buf.truncate(t.size);
+        buf
+    };
+    let packet = first_packet(&mut p);
+    match p.endpoint.handle_inline(p.now, Some(addr(SERVER)), addr(CLIENT), &packet) {
+        DatagramEvent::Route(id) => assert_eq!(id, old),
+        other => panic!("the replaced session's packet was not routed to it: {other:?}"),
+    }
+    p.endpoint.forget(old);
+    let packet = first_packet(&mut p);
+    let ev = p.endpoint.handle_inline(p.now, Some(addr(SERVER)), addr(CLIENT), &packet);
+    assert!(matches!(ev, DatagramEvent::Respond(ref b) if b[0] == TYPE_STATELESS_RESET), "{ev:?}");
+}
+
 #[test]
 fn a_session_the_server_ended_is_reset_too() {
     let mut p = Pair::good();

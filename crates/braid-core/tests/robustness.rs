@@ -26,6 +26,17 @@ fn handshake_and_stream_round_trip() {
 }
 
 #[test]
+fn both_ends_name_the_session_by_the_servers_id() {
+    let mut p = Pair::good();
+    assert_eq!(p.client.server_id(), SessionId(0), "no server id before the handshake");
+    p.run(Duration::from_millis(10));
+    let server = p.server.as_ref().unwrap();
+    assert_eq!(p.client.server_id(), server.id());
+    assert_eq!(server.server_id(), server.id());
+    assert_ne!(p.client.id(), server.id(), "each side picks its own id for its packets");
+}
+
+#[test]
 fn wrong_server_key_times_out_and_the_server_stays_silent() {
     let (c, s) = keys();
     let wrong = StaticSecret::from_bytes([33; 32]).public_key();

@@ -11,12 +11,13 @@ use crate::error::Failure;
 use crate::frontend::{Frontend, UdpRegistry};
 use crate::netlink::{self, Interface};
 use crate::status::{self, StatusBoard};
+use crate::supervise::{TAKEOVER_WAIT, TAKEOVER_WAIT_MAX};
 use crate::udp::UdpLink;
 use braid_core::datagram::Datagram;
 use braid_core::wire::PathStatusKind;
 use braid_core::{ClientConfig, CloseReason, Event, Session, Timestamp};
 use std::collections::BTreeMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -139,14 +140,6 @@ pub async fn resolve(s: &str) -> Result<SocketAddr, Failure> {
         .ok_or_else(|| Failure::Unreachable(format!("server name '{h}' has no address")))
 }
 
-fn unspecified(server: SocketAddr) -> SocketAddr {
-    if server.is_ipv4() {
-        "0.0.0.0:0".parse().expect("literal")
-    } else {
-        "[::]:0".parse().expect("literal")
-    }
-}
-
 /// Which links the configuration asks for, given the interfaces present now.
 async fn resolve_links(
     settings: &ClientSettings,
@@ -167,7 +160,8 @@ async fn resolve_links(
                         "link {ip}: cannot bind to this address ({e}); is it an address of this machine?"
                     ))
                 })?;
-                out.push(ActiveLink { label: ip.to_string(), link, server, backup: l.backup });
+                let label = crate::linkpick::address_label(*ip, l.server.as_deref());
+                out.push(ActiveLink { label, link, server, backup: l.backup });
             }
             LinkKind::Interface(name) => {
                 let Some(i) = ifs.get(name) else {
@@ -180,23 +174,23 @@ async fn resolve_links(
                     }
                     continue;
                 };
+                if strict {
+                    crate::linkpick::check_reaches(i, server)?;
+                }
                 if !i.up || !i.addrs.iter().any(|a| a.is_ipv4() == server.is_ipv4()) {
                     tracing::warn!(interface = %name, "interface is down or has no address yet; waiting for it");
                     continue;
                 }
-                let link = UdpLink::bind(unspecified(server), Some(name))
+                let link = UdpLink::bind(crate::linkpick::unspecified(server), Some(name))
                     .map_err(|e| Failure::Interface(format!("interface {name}: {e}")))?;
                 out.push(ActiveLink { label: name.clone(), link, server, backup: l.backup });
             }
             LinkKind::Auto => {
-                for i in ifs.values().filter(|i| i.up && !i.loopback) {
+                for i in crate::linkpick::auto_interfaces(ifs, server) {
                     if out.iter().any(|a: &ActiveLink| a.label == i.name) {
                         continue;
                     }
-                    if !i.addrs.iter().any(|a| a.is_ipv4() == server.is_ipv4() && usable(*a)) {
-                        continue;
-                    }
-                    match UdpLink::bind(unspecified(server), Some(&i.name)) {
+                    match crate::linkpick::bind_auto(i, server) {
                         Ok(link) => {
                             out.push(ActiveLink { label: i.name.clone(), link, server, backup: l.backup })
                         }
@@ -217,10 +211,6 @@ async fn resolve_links(
     Ok(out)
 }
 
-fn usable(ip: IpAddr) -> bool {
-    !ip.is_loopback() && !ip.is_unspecified() && !ip.is_multicast()
-}
-
 /// Starts a client.
 pub async fn start_client(settings: ClientSettings) -> Result<ClientHandle, Failure> {
     let main = resolve(&settings.server).await?;
@@ -232,10 +222,13 @@ pub async fn start_client(settings: ClientSettings) -> Result<ClientHandle, Fail
     };
     let links = resolve_links(&settings, main, &ifs, true).await?;
     if links.is_empty() {
-        return Err(Failure::Interface(
-            "no usable link: no configured interface is up with an address".into(),
-        ));
+        let here: Vec<&str> = ifs.values().filter(|i| i.up).map(|i| i.name.as_str()).collect();
+        return Err(Failure::Interface(format!(
+            "no usable link: no configured interface is up with an address that reaches {main} (interfaces up here: {})",
+            here.join(", ")
+        )));
     }
+    tracing::info!(links = %crate::linkpick::describe(&links), "links");
     let board = StatusBoard::new("client");
     let mut tasks = Vec::new();
     let (app_tx, app_rx) = mpsc::channel(1024);
@@ -262,9 +255,7 @@ pub async fn start_client(settings: ClientSettings) -> Result<ClientHandle, Fail
     });
     let socks_addr = match settings.socks {
         Some(a) => {
-            let l = TcpListener::bind(a)
-                .await
-                .map_err(|e| Failure::Config(format!("cannot listen for SOCKS5 on {a}: {e}")))?;
+            let l = TcpListener::bind(a).await.map_err(|e| Failure::bind("listen for SOCKS5", a, &e))?;
             if !a.ip().is_loopback() && settings.socks_auth.is_none() {
                 tracing::warn!(%a, "SOCKS5 listens beyond loopback without a password");
             }
@@ -276,16 +267,16 @@ pub async fn start_client(settings: ClientSettings) -> Result<ClientHandle, Fail
     };
     let mut forward_addrs = Vec::new();
     for f in &settings.forwards {
-        let l = TcpListener::bind(f.listen).await.map_err(|e| {
-            Failure::Config(format!("cannot listen for forward {} on {}: {e}", f.target, f.listen))
-        })?;
+        let l = TcpListener::bind(f.listen)
+            .await
+            .map_err(|e| Failure::bind(&format!("listen for forward {}", f.target), f.listen, &e))?;
         let bound = l.local_addr()?;
         forward_addrs.push(bound);
         let target = Target::parse(&f.target).map_err(Failure::Config)?;
         // The same port carries UDP too (iperf3 -u, DNS, games: TCP and UDP side by side).
-        let u = tokio::net::UdpSocket::bind(bound).await.map_err(|e| {
-            Failure::Config(format!("cannot listen for UDP forward {} on {bound}: {e}", f.target))
-        })?;
+        let u = tokio::net::UdpSocket::bind(bound)
+            .await
+            .map_err(|e| Failure::bind(&format!("listen for UDP forward {}", f.target), bound, &e))?;
         tasks.push(tokio::spawn(front.clone().serve_udp_forward(u, target.clone())));
         tasks.push(tokio::spawn(front.clone().serve_forward(l, target)));
     }
@@ -293,7 +284,7 @@ pub async fn start_client(settings: ClientSettings) -> Result<ClientHandle, Fail
         Some(a) => {
             let (bound, t) = status::serve(a, board.clone(), settings.status_token_file.clone())
                 .await
-                .map_err(|e| Failure::Config(format!("cannot serve status on {a}: {e}")))?;
+                .map_err(|e| Failure::bind("serve status", a, &e))?;
             tasks.push(t);
             Some(bound)
         }
@@ -408,6 +399,7 @@ struct Supervisor {
 /// The client's role: answers to UDP associations; streams opened by the server are refused.
 struct ClientRole {
     udp: UdpRegistry,
+    board: StatusBoard,
     connected: Arc<AtomicBool>,
     ever: Arc<AtomicBool>,
     /// This session was established.
@@ -435,6 +427,8 @@ impl Role for ClientRole {
                 self.connected.store(true, Ordering::SeqCst);
                 self.ever.store(true, Ordering::SeqCst);
                 self.this_session.store(true, Ordering::SeqCst);
+                // "connecting…" is over.
+                self.board.set_note(None);
             }
             Event::Closed(_) => self.connected.store(false, Ordering::SeqCst),
             _ => {}
@@ -456,6 +450,8 @@ impl Supervisor {
         let mut backoff = Duration::from_secs(1);
         let mut first_link = 0usize;
         let mut failures_before_connect = 0usize;
+        // The last wait after a takeover (zero: none lately).
+        let mut takeover_wait = Duration::ZERO;
         loop {
             if *self.stopping.borrow() {
                 return Ok(());
@@ -488,6 +484,7 @@ impl Supervisor {
             let this_session = Arc::new(AtomicBool::new(false));
             let role = ClientRole {
                 udp: self.udp.clone(),
+                board: self.board.clone(),
                 connected: self.connected.clone(),
                 ever: ever.clone(),
                 this_session: this_session.clone(),
@@ -525,7 +522,21 @@ impl Supervisor {
             }
             drop(inbox_tx);
             let started = Instant::now();
-            let (reason, rx, lrx) = driver.run().await;
+            // A closed server port answers the handshake with ICMP: give up on this link at
+            // once instead of waiting out the handshake timeout.
+            let run = driver.run();
+            tokio::pin!(run);
+            let mut refused_by_icmp = false;
+            let (reason, rx, lrx) = tokio::select! {
+                r = &mut run => r,
+                () = crate::supervise::refused_by_icmp(&l0.link), if !ever.load(Ordering::SeqCst) => {
+                    if !this_session.load(Ordering::SeqCst) {
+                        refused_by_icmp = true;
+                        let _ = self.app_tx.send(AppMsg::Close(0, "unreachable".into())).await;
+                    }
+                    run.await
+                }
+            };
             let lived = started.elapsed();
             app_rx = rx;
             links_rx = lrx.unwrap_or_else(|| mpsc::channel(1).1);
@@ -538,7 +549,9 @@ impl Supervisor {
                 tracing::info!("session closed; client stopped");
                 return Ok(());
             }
-            let unreachable = links.iter().any(|l| l.link.unreachable.swap(false, Ordering::Relaxed));
+            let unreachable =
+                refused_by_icmp || links.iter().any(|l| l.link.unreachable.swap(false, Ordering::Relaxed));
+            let reason = if refused_by_icmp { CloseReason::HandshakeTimeout } else { reason };
             if !ever.load(Ordering::SeqCst) {
                 match reason {
                     CloseReason::Refused => {
@@ -553,13 +566,16 @@ impl Supervisor {
                         if failures_before_connect >= links.len() {
                             if unreachable {
                                 return Err(Failure::Unreachable(format!(
-                                    "the server at {} is unreachable (nothing listens there, or no route)",
-                                    self.settings.server
+                                    "the server at {} is unreachable over link {}: nothing listens on that port, or no route (ICMP unreachable)",
+                                    self.settings.server,
+                                    crate::linkpick::describe(&links)
                                 )));
                             }
                             return Err(Failure::NoAnswer(format!(
-                                "no answer from the server at {}: it is down, filtered, or its key is not the configured server key ({})",
-                                self.settings.server, self.settings.server_key
+                                "no answer from the server at {} over link {}: it is down, filtered, or its key is not the configured server key ({})",
+                                self.settings.server,
+                                crate::linkpick::describe(&links),
+                                self.settings.server_key
                             )));
                         }
                         first_link += 1;
@@ -567,6 +583,28 @@ impl Supervisor {
                     }
                     _ => {}
                 }
+            }
+            if let Some(newer) = crate::supervise::taken_over(&reason) {
+                // Another client holding this key took the session. Taking it straight back
+                // would knock that one off in turn, every few seconds, for both.
+                takeover_wait = (takeover_wait * 2).clamp(TAKEOVER_WAIT, TAKEOVER_WAIT_MAX);
+                tracing::warn!(
+                    from = newer,
+                    retry_in = ?takeover_wait,
+                    "the server gave this session to a newer one of the same client key: is this key in use on another machine? (each client takes the session from the other)"
+                );
+                self.board.set_note(Some(format!(
+                    "session taken over by another client with this key (from {newer}); retrying in {} s",
+                    takeover_wait.as_secs()
+                )));
+                tokio::select! {
+                    _ = tokio::time::sleep(takeover_wait) => {}
+                    _ = self.stopping.wait_for(|s| *s) => return Ok(()),
+                }
+                continue;
+            }
+            if this_session.load(Ordering::SeqCst) && lived >= TAKEOVER_WAIT_MAX {
+                takeover_wait = Duration::ZERO;
             }
             if reason == CloseReason::StatelessReset && lived >= STABLE {
                 // The server restarted or forgot us, and said so: a new session at once (after

@@ -466,6 +466,13 @@ fn secret_from(path: Option<PathBuf>, what: &str) -> Result<StaticSecret, Failur
     keyfile::read_secret(&path, |w| tracing::warn!("{w}"))
 }
 
+/// The name of a client admitted without one: the start of its public key, as `wg show`
+/// abbreviates peers — the same wherever the key is listed, and recognisable in a key list.
+pub fn key_name(key: &PublicKey) -> String {
+    let text = key.to_string();
+    format!("{}…", &text[..text.len().min(8)])
+}
+
 impl ServerSettings {
     /// Builds the server settings from an optional file and flags.
     pub fn load(file: Option<&Path>, flags: ServerFlags) -> Result<ServerSettings, Failure> {
@@ -483,18 +490,17 @@ impl ServerSettings {
         let mut clients: Vec<ClientPolicy> = f
             .client
             .into_iter()
-            .enumerate()
-            .map(|(i, c)| ClientPolicy {
-                name: c.name.unwrap_or_else(|| format!("client-{i}")),
+            .map(|c| ClientPolicy {
+                name: c.name.unwrap_or_else(|| key_name(&c.key.0)),
                 key: c.key.0,
                 max_streams: c.max_streams.unwrap_or(default_streams),
                 max_udp: c.max_udp.unwrap_or(64),
             })
             .collect();
-        for (i, k) in flags.clients.iter().enumerate() {
+        for k in &flags.clients {
             let key = k.parse().map_err(|e| Failure::Config(format!("--client '{k}': {e}")))?;
             clients.push(ClientPolicy {
-                name: format!("flag-client-{i}"),
+                name: key_name(&key),
                 key,
                 max_streams: default_streams,
                 max_udp: 64,
@@ -635,6 +641,21 @@ mod tests {
         let flags = ServerFlags { sets: vec!["session.scheduler=warp".into()], ..Default::default() };
         let m = ServerSettings::load(None, flags).unwrap_err().to_string();
         assert!(m.contains("--set session.scheduler=warp") && m.contains("unknown scheduler"), "{m}");
+    }
+
+    #[test]
+    fn clients_without_a_name_are_named_by_their_key() {
+        let key = write("s.key", &format!("{}\n", keyfile::generate().to_base64()));
+        let public = keyfile::generate().public_key();
+        let flags = ServerFlags {
+            listen: Some("127.0.0.1:0".parse().unwrap()),
+            key: Some(key),
+            clients: vec![public.to_string()],
+            ..Default::default()
+        };
+        let s = ServerSettings::load(None, flags).unwrap();
+        let text = public.to_string();
+        assert_eq!(s.clients[0].name, format!("{}…", &text[..8]));
     }
 
     #[test]

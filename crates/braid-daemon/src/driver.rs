@@ -5,7 +5,8 @@
 //! datagram, a request, a budget release, the core's deadline, the status tick.
 
 use crate::bridge::{pair, AppMsg, DriverEnd, Inbound, StreamEnds};
-use crate::status::{session_status, RateMemory, StatusBoard};
+use crate::rates::RateMemory;
+use crate::status::{session_label, session_status, StatusBoard};
 use crate::udp::{canonical, Incoming, UdpLink};
 use braid_core::datagram::Datagram;
 use braid_core::scheduler::Kind;
@@ -71,6 +72,8 @@ pub struct Driver<R: Role> {
     board: Option<StatusBoard>,
     peer_label: String,
     rates: RateMemory,
+    /// The id the session's status entry was last published under.
+    published: Option<String>,
     /// Live scheduler switches asked for on the status API.
     scheduler_rx: Option<watch::Receiver<Option<Kind>>>,
     /// Receive tasks of the path sockets; they end with the driver, or with their path.
@@ -124,6 +127,7 @@ impl<R: Role> Driver<R> {
             board,
             peer_label,
             rates: RateMemory::default(),
+            published: None,
         }
     }
 
@@ -161,7 +165,7 @@ impl<R: Role> Driver<R> {
         let mut switch_to = self.scheduler_rx.as_mut().and_then(|rx| *rx.borrow_and_update());
         loop {
             if let Some(kind) = switch_to.take() {
-                tracing::info!(session = %self.session.id(), scheduler = kind.name(), "scheduler switched");
+                tracing::info!(session = %session_label(&self.session), scheduler = kind.name(), "scheduler switched");
                 self.session.set_scheduler(kind);
                 self.publish();
             }
@@ -339,7 +343,7 @@ impl<R: Role> Driver<R> {
     fn on_event(&mut self, now: Timestamp, e: &Event) {
         match e {
             Event::Connected => {
-                tracing::info!(session = %self.session.id(), peer = %self.peer_label, "session established");
+                tracing::info!(session = %session_label(&self.session), peer = %self.peer_label, "session established");
                 // The status says so at once, not at the next periodic refresh.
                 self.publish();
                 let waiting: Vec<AppMsg> = self.pending_opens.drain(..).collect();
@@ -384,7 +388,9 @@ impl<R: Role> Driver<R> {
                 self.publish();
                 tracing::info!(path = id, event = ?ev, link = ?self.labels.get(id), "path")
             }
-            Event::Closed(r) => tracing::info!(session = %self.session.id(), reason = %r, "session closed"),
+            Event::Closed(r) => {
+                tracing::info!(session = %session_label(&self.session), reason = %r, "session closed")
+            }
         }
     }
 
@@ -527,12 +533,10 @@ impl<R: Role> Driver<R> {
 
     fn publish(&mut self) {
         if let Some(b) = &self.board {
-            b.put_session(session_status(
-                &self.session,
-                self.peer_label.clone(),
-                &self.labels,
-                &mut self.rates,
-            ));
+            let entry = session_status(&self.session, self.peer_label.clone(), &self.labels, &mut self.rates);
+            let id = entry.id.clone();
+            b.put_session(self.published.as_deref(), entry);
+            self.published = Some(id);
         }
     }
 
@@ -548,7 +552,7 @@ impl<R: Role> Driver<R> {
             }
         }
         if let Some(b) = &self.board {
-            b.remove_session(self.session.id());
+            b.remove_session(self.published.as_deref().unwrap_or_default());
         }
     }
 }

@@ -45,10 +45,49 @@ impl fmt::Display for Failure {
     }
 }
 
+impl Failure {
+    /// A socket that could not be bound: a port another process holds, or a port below 1024
+    /// without the privilege, is a state of the machine (exit 1), not a bad configuration; an
+    /// address that is not this machine's is one (exit 2).
+    pub fn bind(what: &str, addr: std::net::SocketAddr, e: &std::io::Error) -> Failure {
+        use std::io::ErrorKind;
+        match e.kind() {
+            ErrorKind::AddrInUse => Failure::Other(format!(
+                "cannot {what} on {addr}: the port is already in use (another process holds it: `ss -lntup | grep :{}` shows which)",
+                addr.port()
+            )),
+            ErrorKind::PermissionDenied => Failure::Other(format!(
+                "cannot {what} on {addr}: permission denied (ports below 1024 need root or CAP_NET_BIND_SERVICE)"
+            )),
+            ErrorKind::AddrNotAvailable => {
+                Failure::Config(format!("cannot {what} on {addr}: {} is not an address of this machine", addr.ip()))
+            }
+            _ => Failure::Other(format!("cannot {what} on {addr}: {e}")),
+        }
+    }
+}
+
 impl std::error::Error for Failure {}
 
 impl From<std::io::Error> for Failure {
     fn from(e: std::io::Error) -> Self {
         Failure::Other(e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Error, ErrorKind};
+
+    #[test]
+    fn a_port_in_use_is_not_a_configuration_error() {
+        let addr = "127.0.0.1:7000".parse().unwrap();
+        let f = Failure::bind("listen", addr, &Error::from(ErrorKind::AddrInUse));
+        assert_eq!(f.exit_code(), 1);
+        assert!(f.to_string().contains("already in use") && f.to_string().contains(":7000"), "{f}");
+        let f = Failure::bind("listen", addr, &Error::from(ErrorKind::AddrNotAvailable));
+        assert_eq!(f.exit_code(), 2);
+        assert!(f.to_string().contains("not an address of this machine"), "{f}");
     }
 }

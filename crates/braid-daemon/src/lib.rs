@@ -16,15 +16,18 @@ pub mod egress;
 pub mod error;
 pub mod frontend;
 pub mod keyfile;
+pub mod linkpick;
 pub mod metrics;
 pub mod netlink;
 pub mod ratelog;
+pub mod rates;
 pub mod reorder;
 pub mod server;
 pub mod server_role;
 pub mod server_udp;
 pub mod splice;
 pub mod status;
+pub mod supervise;
 pub mod tun;
 pub mod udp;
 

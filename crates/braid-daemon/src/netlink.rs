@@ -22,7 +22,8 @@ pub struct Interface {
     pub up: bool,
     /// A loopback interface.
     pub loopback: bool,
-    /// Global-scope addresses.
+    /// Addresses a path can leave from: global scope, and on a loopback interface also host
+    /// scope (127.0.0.1 and ::1 are host-scoped, and `--link lo` must see them).
     pub addrs: Vec<IpAddr>,
 }
 
@@ -52,7 +53,13 @@ pub async fn interfaces() -> io::Result<BTreeMap<String, Interface>> {
     }
     let mut addrs = handle.address().get().execute();
     while let Some(msg) = addrs.try_next().await.map_err(io::Error::other)? {
-        if msg.header.scope != AddressScope::Universe {
+        let loopback = by_index.get(&msg.header.index).is_some_and(|i| i.loopback);
+        let scope_ok = match msg.header.scope {
+            AddressScope::Universe => true,
+            AddressScope::Host => loopback,
+            _ => false,
+        };
+        if !scope_ok {
             continue;
         }
         let ip = msg.attributes.iter().find_map(|a| match a {
@@ -103,5 +110,8 @@ mod tests {
         let ifs = interfaces().await.unwrap();
         let lo = ifs.values().find(|i| i.loopback).expect("a loopback interface");
         assert!(lo.index > 0);
+        // 127.0.0.1 is host-scoped: it counts on loopback, so `--link lo` finds an address.
+        assert!(lo.up, "{lo:?}");
+        assert!(lo.addrs.iter().any(|a| a.is_loopback()), "{lo:?}");
     }
 }

@@ -82,15 +82,15 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 
 /// Starts a server.
 pub async fn start_server(settings: ServerSettings) -> Result<ServerHandle, Failure> {
-    let link = UdpLink::bind(settings.listen, None)
-        .map_err(|e| Failure::Config(format!("cannot listen on {}: {e}", settings.listen)))?;
+    let link =
+        UdpLink::bind(settings.listen, None).map_err(|e| Failure::bind("listen", settings.listen, &e))?;
     let board = StatusBoard::new("server");
     let mut tasks = Vec::new();
     let status_addr = match settings.status {
         Some(a) => {
             let (bound, task) = status::serve(a, board.clone(), settings.status_token_file.clone())
                 .await
-                .map_err(|e| Failure::Config(format!("cannot serve status on {a}: {e}")))?;
+                .map_err(|e| Failure::bind("serve status", a, &e))?;
             tasks.push(task);
             Some(bound)
         }
@@ -113,6 +113,8 @@ pub async fn start_server(settings: ServerSettings) -> Result<ServerHandle, Fail
 struct Live {
     inbox: mpsc::Sender<Vec<Incoming>>,
     app: mpsc::Sender<crate::bridge::AppMsg>,
+    /// The address its handshake came from.
+    from: SocketAddr,
 }
 
 /// The endpoint's task: routes datagrams to sessions, hands handshakes to the handshake
@@ -136,11 +138,12 @@ struct EndpointLoop {
 
 static WORKER_GONE: crate::ratelog::RateLimited = crate::ratelog::RateLimited::new(Duration::from_secs(10));
 
-/// Asks a session's driver to close, even when its request queue is full at the moment.
-fn close(app: &mpsc::Sender<AppMsg>, why: &str) {
+/// Asks a session's driver to close with `code`, even when its request queue is full at the
+/// moment.
+fn close(app: &mpsc::Sender<AppMsg>, code: u64, why: &str) {
     let (app, why) = (app.clone(), why.to_string());
     tokio::spawn(async move {
-        let _ = tokio::time::timeout(SHUTDOWN_GRACE, app.send(AppMsg::Close(0, why))).await;
+        let _ = tokio::time::timeout(SHUTDOWN_GRACE, app.send(AppMsg::Close(code, why))).await;
     });
 }
 
@@ -270,11 +273,23 @@ impl EndpointLoop {
     }
 
     fn start_session(&mut self, session: Session, replaces: Option<SessionId>) {
-        if let Some(old) = replaces.and_then(|o| self.sessions.remove(&o)) {
-            close(&old.app, "replaced by a new session");
-        }
         let id = session.id();
         let key = session.peer_key();
+        let from = session.path_info(0).map_or(SocketAddr::from(([0, 0, 0, 0], 0)), |p| p.remote);
+        let name = self.settings.clients.iter().find(|c| Some(c.key) == key).map(|c| c.name.as_str());
+        if let Some((old_id, old)) = replaces.and_then(|o| self.sessions.remove(&o).map(|l| (o, l))) {
+            // One key, one session: the newest handshake wins. Say so: two clients holding one
+            // key otherwise take the session from each other without a word.
+            tracing::warn!(
+                client = name.unwrap_or("?"),
+                session = %id,
+                %from,
+                replaced = %old_id,
+                replaced_from = %old.from,
+                "a newer session of this client key replaces the running one (two clients holding one key take it from each other)"
+            );
+            close(&old.app, crate::supervise::CLOSE_REPLACED, &crate::supervise::replaced_reason(from));
+        }
         let Some(client) = self.settings.clients.iter().find(|c| Some(c.key) == key).cloned() else { return };
         let (inbox_tx, inbox) = mpsc::channel(256);
         let (app_tx, app_rx) = mpsc::channel(1024);
@@ -289,7 +304,7 @@ impl EndpointLoop {
             let _ = driver.run().await;
             let _ = ended.send(id);
         });
-        self.sessions.insert(id, Live { inbox: inbox_tx, app: app_tx });
+        self.sessions.insert(id, Live { inbox: inbox_tx, app: app_tx, from });
     }
 
     /// Closes every session (CLOSE to its client, its streams reset) and waits, up to
@@ -297,7 +312,7 @@ impl EndpointLoop {
     async fn close_all(mut self, ch: &mut EndpointChannels) -> Result<(), Failure> {
         tracing::info!(sessions = self.sessions.len(), "closing every session");
         for s in self.sessions.values() {
-            close(&s.app, "server shutting down");
+            close(&s.app, 0, "server shutting down");
         }
         let deadline = tokio::time::sleep(SHUTDOWN_GRACE);
         tokio::pin!(deadline);

@@ -5,6 +5,7 @@
 
 use crate::frontend::FrontendStatus;
 pub use crate::metrics::prometheus;
+use crate::rates::{Counters, RateMemory};
 use axum::extract::State;
 use axum::http::header;
 use axum::http::StatusCode;
@@ -44,10 +45,13 @@ pub struct PathStatus {
     pub cwnd: u64,
     /// Bytes in flight.
     pub in_flight: u64,
-    /// Sending rate over the last interval, bit/s.
+    /// Sending rate (UDP payload) over the last [`crate::rates::RATE_WINDOW`], bit/s.
     pub send_bps: f64,
-    /// Receiving rate over the last interval, bit/s.
+    /// Receiving rate (UDP payload) over the same window, bit/s.
     pub recv_bps: f64,
+    /// New stream bytes received over the same window (the path's goodput), bit/s.
+    #[serde(default)]
+    pub goodput_bps: f64,
     /// Smoothed loss fraction.
     pub loss: f64,
     /// RTT jitter, ms.
@@ -74,7 +78,8 @@ pub struct PathStatus {
 /// One session, as published.
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 pub struct SessionStatus {
-    /// Session id (16 hex digits, as in the logs).
+    /// Session id: the server's, the same on client and server (16 hex digits, as in both
+    /// sides' logs); empty on a client until the handshake completes.
     pub id: String,
     /// The peer's label (server side: client name; client side: server address).
     pub peer: String,
@@ -96,6 +101,10 @@ pub struct SessionStatus {
     pub dropped: BTreeMap<String, u64>,
     /// Stream bytes sent again.
     pub retransmitted_bytes: u64,
+    /// The daemon's uptime when these counters were read, s: a reader turns the counters of
+    /// two documents into rates over exactly its own sampling interval.
+    #[serde(default)]
+    pub sampled_s: f64,
 }
 
 /// The whole document.
@@ -157,18 +166,21 @@ impl StatusBoard {
         let _ = self.frontend.set(Arc::new(source));
     }
 
-    /// Replaces (or adds) a session's entry.
-    pub fn put_session(&self, s: SessionStatus) {
+    /// Replaces the entry published as `previous` (a client's session gets its id at the
+    /// end of the handshake), or the one with the same id, or adds one; stamps it with the
+    /// time its counters were read.
+    pub fn put_session(&self, previous: Option<&str>, mut s: SessionStatus) {
+        s.sampled_s = self.started.elapsed().as_secs_f64();
         let mut st = self.inner.write().unwrap_or_else(|e| e.into_inner());
-        match st.sessions.iter_mut().find(|x| x.id == s.id) {
+        let old = previous.unwrap_or(&s.id).to_string();
+        match st.sessions.iter_mut().find(|x| x.id == old || x.id == s.id) {
             Some(x) => *x = s,
             None => st.sessions.push(s),
         }
     }
 
     /// Removes a session's entry.
-    pub fn remove_session(&self, id: braid_core::SessionId) {
-        let id = id.to_string();
+    pub fn remove_session(&self, id: &str) {
         self.inner.write().unwrap_or_else(|e| e.into_inner()).sessions.retain(|s| s.id != id);
     }
 
@@ -207,13 +219,6 @@ impl StatusBoard {
     }
 }
 
-/// Per-path byte counters from the previous snapshot, to turn totals into rates.
-#[derive(Default)]
-pub struct RateMemory {
-    last: BTreeMap<u8, (u64, u64)>,
-    at: Option<Instant>,
-}
-
 /// Builds a session's status entry.
 pub fn session_status(
     s: &Session,
@@ -222,22 +227,17 @@ pub fn session_status(
     mem: &mut RateMemory,
 ) -> SessionStatus {
     let now = Instant::now();
-    let dt = mem.at.map_or(0.0, |t| (now - t).as_secs_f64());
-    mem.at = Some(now);
     let paths = s
         .path_ids()
         .into_iter()
         .filter_map(|id| s.path_info(id))
         .map(|p| {
-            let (ls, lr) =
-                mem.last.insert(p.id, (p.stats.bytes_sent, p.stats.bytes_received)).unwrap_or((0, 0));
-            let rate = |now: u64, before: u64| {
-                if dt > 0.0 {
-                    (now.saturating_sub(before)) as f64 * 8.0 / dt
-                } else {
-                    0.0
-                }
+            let counters = Counters {
+                sent: p.stats.bytes_sent,
+                received: p.stats.bytes_received,
+                stream_received: p.stats.stream_bytes_received,
             };
+            let rates = mem.record(p.id, now, counters);
             let state = match (p.state, p.status) {
                 (braid_core::PathState::Validating, _) => "probing",
                 (braid_core::PathState::Suspect, _) => "suspect",
@@ -257,8 +257,9 @@ pub fn session_status(
                 rttvar_ms: p.rttvar.as_secs_f64() * 1e3,
                 cwnd: p.cwnd,
                 in_flight: p.in_flight,
-                send_bps: rate(p.stats.bytes_sent, ls),
-                recv_bps: rate(p.stats.bytes_received, lr),
+                send_bps: rates.send_bps,
+                recv_bps: rates.recv_bps,
+                goodput_bps: rates.goodput_bps,
                 loss: p.loss_rate,
                 jitter_ms: p.jitter.as_secs_f64() * 1e3,
                 bytes_sent: p.stats.bytes_sent,
@@ -271,9 +272,9 @@ pub fn session_status(
             }
         })
         .collect::<Vec<_>>();
-    mem.last.retain(|id, _| paths.iter().any(|p| p.id == *id));
+    mem.retain(|id| paths.iter().any(|p| p.id == id));
     SessionStatus {
-        id: s.id().to_string(),
+        id: session_label(s),
         peer,
         established: s.is_established(),
         scheduler: s.scheduler_name().into(),
@@ -283,6 +284,18 @@ pub fn session_status(
         paths,
         dropped: s.stats().dropped.iter().map(|(r, n)| (r.label().to_string(), *n)).collect(),
         retransmitted_bytes: s.retransmitted_bytes(),
+        sampled_s: 0.0,
+    }
+}
+
+/// How the daemons name a session in logs and status: the server's id (16 hex digits), the
+/// same on both ends; empty on a client still in its handshake.
+pub fn session_label(s: &Session) -> String {
+    let id = s.server_id();
+    if id.0 == 0 {
+        String::new()
+    } else {
+        id.to_string()
     }
 }
 

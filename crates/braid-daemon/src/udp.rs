@@ -88,6 +88,13 @@ impl UdpLink {
         }
     }
 
+    /// Whether an ICMP "unreachable" arrived since the last call: reads the socket's error
+    /// queue now (it is otherwise read only when the socket next sends or receives).
+    pub fn take_unreachable(&self) -> bool {
+        self.drain_errors();
+        self.unreachable.swap(false, Ordering::Relaxed)
+    }
+
     /// Sends `contents` (one datagram, or several of `segment` bytes each) to `dest`.
     pub async fn send(
         &self,

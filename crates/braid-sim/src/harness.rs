@@ -42,6 +42,10 @@ pub struct SimConfig {
     pub weights: Vec<Option<u32>>,
     /// Links whose paths the client marks as backup.
     pub backup: Vec<usize>,
+    /// Links whose paths the client marks as secondary (used when the others are short).
+    pub secondary: Vec<usize>,
+    /// Per-link rate caps in bytes/s, in link order (None: no cap); both directions.
+    pub max_rates: Vec<Option<u64>>,
     /// Figures marked "steady" leave out this much of the start (slow start, first estimates).
     pub warmup: Duration,
     /// Live scheduler changes on the client: at this time, give this traffic class (None: the
@@ -63,6 +67,8 @@ impl SimConfig {
             trace: None,
             weights: Vec::new(),
             backup: Vec::new(),
+            secondary: Vec::new(),
+            max_rates: Vec::new(),
             warmup: (duration / 5).min(Duration::from_secs(5)),
             switches: Vec::new(),
         }
@@ -145,6 +151,12 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
         }
         if cfg.backup.contains(&i) {
             let _ = sides.client.set_path_status(*id, braid_core::wire::PathStatusKind::Backup);
+        }
+        if cfg.secondary.contains(&i) {
+            let _ = sides.client.set_path_status(*id, braid_core::wire::PathStatusKind::Secondary);
+        }
+        if let Some(cap) = cfg.max_rates.get(i).copied().flatten() {
+            let _ = sides.client.set_path_max_rate(ts(now), *id, Some(cap));
         }
     }
     let mut whole_run_reorder = 0usize;

@@ -36,7 +36,7 @@ pub struct ServerArgs {
     #[arg(long, value_name = "FILE")]
     status_token_file: Option<PathBuf>,
     /// Packet scheduler for traffic towards clients.
-    #[arg(long)]
+    #[arg(long, value_name = "NAME", help = scheduler_help("Packet scheduler for traffic towards clients"))]
     scheduler: Option<Kind>,
     /// Set any configuration key, as in the file: --set session.congestion=cubic (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -85,7 +85,7 @@ pub struct ClientArgs {
     #[arg(long, value_name = "FILE")]
     status_token_file: Option<PathBuf>,
     /// Packet scheduler.
-    #[arg(long)]
+    #[arg(long, value_name = "NAME", help = scheduler_help("Packet scheduler"))]
     scheduler: Option<Kind>,
     /// Set any configuration key, as in the file: --set session.idle_timeout=60s (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -102,6 +102,12 @@ pub struct ClientArgs {
     /// DNS server to use in TUN mode, reached through the TUN (repeatable).
     #[arg(long = "tun-dns", value_name = "ADDR")]
     tun_dns: Vec<String>,
+}
+
+/// `--scheduler`'s help: what it does and every name it takes (`redundant:N` too).
+pub fn scheduler_help(what: &str) -> String {
+    let names: Vec<&str> = Kind::ALL.iter().map(|(n, _, _)| *n).collect();
+    format!("{what}: {} (redundant:N: copies on the best N paths); default minrtt", names.join(", "))
 }
 
 fn fail(f: Failure) -> ExitCode {
@@ -130,7 +136,7 @@ pub async fn server(args: ServerArgs) -> ExitCode {
         Err(f) => return fail(f),
     };
     if let Some(a) = handle.status_addr {
-        tracing::info!(%a, "status on http://{a}/status and /metrics");
+        log_status_address(a);
     }
     let ended = tokio::select! {
         s = stop_signal() => { tracing::info!(signal = s, "stopping: closing every session"); None }
@@ -144,6 +150,11 @@ pub async fn server(args: ServerArgs) -> ExitCode {
         Some(Ok(())) => ExitCode::SUCCESS,
         Some(Err(f)) => fail(f),
     }
+}
+
+/// The status port's addresses, as an operator opens them.
+fn log_status_address(a: SocketAddr) {
+    tracing::info!(%a, "status page http://{a}/ (JSON http://{a}/status, Prometheus http://{a}/metrics)");
 }
 
 /// Waits for SIGINT (Ctrl-C) or SIGTERM (systemd, `kill`); returns the signal's name.
@@ -194,6 +205,9 @@ pub async fn client(args: ClientArgs) -> ExitCode {
     };
     if let Some(a) = handle.socks_addr {
         tracing::info!(%a, "SOCKS5 proxy ready");
+    }
+    if let Some(a) = handle.status_addr {
+        log_status_address(a);
     }
     for a in &handle.forward_addrs {
         tracing::info!(%a, "forward listening");

@@ -7,6 +7,7 @@ mod sim;
 mod status;
 
 use clap::{Parser, Subcommand};
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 /// braid bonds several network links into one encrypted multipath connection.
@@ -53,7 +54,14 @@ fn init_logging(filter: Option<&str>, default: &str) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
         .with_writer(std::io::stderr)
+        .with_ansi(colour(std::io::stderr().is_terminal()))
         .try_init();
+}
+
+/// Colours in log lines only for a terminal (a log file or the journal would keep the escape
+/// codes), and never with `NO_COLOR` set (no-color.org).
+fn colour(terminal: bool) -> bool {
+    terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
 /// The tokio runtime: `BRAID_THREADS` worker threads; 1 runs everything on the calling thread.

@@ -82,6 +82,20 @@ pub struct SimArgs {
     /// are down or saturated, by the other schedulers only when nothing else is usable.
     #[arg(long = "backup", value_name = "I")]
     backup: Vec<usize>,
+    /// Mark link I's path as secondary (repeat for more): it carries data only while the
+    /// other paths are down or cannot keep up.
+    #[arg(long = "secondary", value_name = "I")]
+    secondary: Vec<usize>,
+    /// Cap link I at RATE each way (repeatable): I=RATE, e.g. 1=4mbit.
+    #[arg(long = "max-rate", value_name = "I=RATE", value_parser = parse_link_rate)]
+    max_rates: Vec<(usize, u64)>,
+    /// Cap traffic class C at RATE (repeatable): C=RATE, e.g. 0=2mbit (seed 001's maximum rate).
+    #[arg(long = "class-max-rate", value_name = "C=RATE", value_parser = parse_link_rate)]
+    class_max_rates: Vec<(usize, u64)>,
+    /// Serve traffic class C ahead of its priority until it has RATE (repeatable): C=RATE
+    /// (seed 001's minimum rate).
+    #[arg(long = "class-min-rate", value_name = "C=RATE", value_parser = parse_link_rate)]
+    class_min_rates: Vec<(usize, u64)>,
     /// Give traffic class C its own scheduler, e.g. 0=redundant (repeatable; layered workloads
     /// number their classes 0, 1, 2… base layer first).
     #[arg(long = "class-scheduler", value_name = "C=SCHEDULER", value_parser = parse_class_scheduler)]
@@ -122,6 +136,17 @@ fn parse_weights(s: &str) -> Result<Weights, String> {
         })
         .collect::<Result<Vec<_>, _>>()
         .map(Weights)
+}
+
+/// `I=RATE` (a link or class index and a rate such as 4mbit), the rate in bytes/s.
+fn parse_link_rate(s: &str) -> Result<(usize, u64), String> {
+    let (i, r) = s.split_once('=').ok_or_else(|| format!("'{s}': expected I=RATE, e.g. 1=4mbit"))?;
+    let i = i.trim().parse::<usize>().map_err(|_| format!("'{i}' is not an index"))?;
+    let bps = parse_rate(r.trim())?;
+    if bps < 8 {
+        return Err(format!("'{r}': a rate of at least 8 bit/s"));
+    }
+    Ok((i, bps / 8))
 }
 
 fn parse_class_scheduler(s: &str) -> Result<(u8, Kind), String> {
@@ -201,10 +226,20 @@ pub fn config(args: &SimArgs) -> anyhow::Result<SimConfig> {
     for (i, from) in cuts {
         links[i].down.push((from, Duration::MAX));
     }
-    for &b in &args.backup {
+    for (flag, &b) in args
+        .backup
+        .iter()
+        .map(|b| ("--backup", b))
+        .chain(args.secondary.iter().map(|b| ("--secondary", b)))
+        .chain(args.max_rates.iter().map(|(b, _)| ("--max-rate", b)))
+    {
         if b >= links.len() {
-            bail!("--backup {b}: link {b} does not exist (links are numbered 0 to {})", links.len() - 1);
+            bail!("{flag} {b}: link {b} does not exist (links are numbered 0 to {})", links.len() - 1);
         }
+    }
+    let mut max_rates = vec![None; links.len()];
+    for (i, r) in &args.max_rates {
+        max_rates[*i] = Some(*r);
     }
     if let Some(w) = &args.weights {
         if w.0.len() > links.len() {
@@ -226,11 +261,21 @@ pub fn config(args: &SimArgs) -> anyhow::Result<SimConfig> {
     }
     let flows = args.workload.flows(args.datagram_size);
     for (i, f) in flows.iter().enumerate() {
-        let class = TrafficClass { priority: i as u8, deadline: args.deadline, scheduler: None };
+        let class = TrafficClass { priority: i as u8, deadline: args.deadline, ..TrafficClass::default() };
         session.classes.insert(f.class, class);
     }
     for (class, kind) in &args.class_schedulers {
         session.classes.entry(*class).or_default().scheduler = Some(*kind);
+    }
+    for (class, rate) in &args.class_max_rates {
+        let class = u8::try_from(*class)
+            .map_err(|_| anyhow::anyhow!("--class-max-rate: class {class} is over 255"))?;
+        session.classes.entry(class).or_default().max_rate = Some(*rate);
+    }
+    for (class, rate) in &args.class_min_rates {
+        let class = u8::try_from(*class)
+            .map_err(|_| anyhow::anyhow!("--class-min-rate: class {class} is over 255"))?;
+        session.classes.entry(class).or_default().min_rate = Some(*rate);
     }
     let base = SimConfig::bulk(links, args.duration, args.seed, session);
     Ok(SimConfig {
@@ -240,6 +285,8 @@ pub fn config(args: &SimArgs) -> anyhow::Result<SimConfig> {
         trace: args.trace,
         weights: args.weights.clone().map(|w| w.0).unwrap_or_default(),
         backup: args.backup.clone(),
+        secondary: args.secondary.clone(),
+        max_rates,
         warmup: args.warmup.unwrap_or(base.warmup),
         switches: args.switches.clone(),
         ..base

@@ -6,6 +6,7 @@ use braid_core::units::format_rate;
 use braid_daemon::control;
 use braid_daemon::status::Status;
 use clap::Args;
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -18,7 +19,8 @@ pub struct StatusArgs {
     /// The daemon's status address (its --status).
     #[arg(long, default_value = "127.0.0.1:7002", value_name = "ADDR:PORT")]
     addr: SocketAddr,
-    /// Refresh every second until interrupted.
+    /// Refresh every second until interrupted; rates are then averaged over each second from
+    /// the daemon's byte counters.
     #[arg(long)]
     watch: bool,
     /// Print the raw JSON document.
@@ -100,6 +102,44 @@ pub fn fetch(addr: SocketAddr) -> Result<Status, String> {
     }
 }
 
+/// Turns the byte counters of consecutive documents into rates over exactly the interval
+/// between them (`braid status --watch`): what moved in that second, whatever the daemon's own
+/// averaging window. The first document keeps the daemon's rates.
+#[derive(Default)]
+pub struct Smoother {
+    /// Per (session, path): when the counters were read and (sent, received, stream received).
+    last: BTreeMap<(String, u8), (f64, [u64; 3])>,
+}
+
+impl Smoother {
+    /// Replaces the rates in `st` by rates since the previous document.
+    pub fn apply(&mut self, st: &mut Status) {
+        let mut seen = BTreeMap::new();
+        for s in &mut st.sessions {
+            for p in &mut s.paths {
+                let key = (s.id.clone(), p.id);
+                let now = [p.bytes_sent, p.bytes_received, p.stream_bytes_received];
+                match self.last.get(&key) {
+                    Some(&(t, before)) if s.sampled_s > t => {
+                        let rate =
+                            |i: usize| now[i].saturating_sub(before[i]) as f64 * 8.0 / (s.sampled_s - t);
+                        (p.send_bps, p.recv_bps, p.goodput_bps) = (rate(0), rate(1), rate(2));
+                        seen.insert(key, (s.sampled_s, now));
+                    }
+                    // The same publication read twice: keep the base, show the daemon's rates.
+                    Some(&old) => {
+                        seen.insert(key, old);
+                    }
+                    None => {
+                        seen.insert(key, (s.sampled_s, now));
+                    }
+                }
+            }
+        }
+        self.last = seen;
+    }
+}
+
 /// The table.
 pub fn table(st: &Status) -> String {
     let mut o = format!("braid {} {} — up {:.0} s\n", st.role, st.version, st.uptime_s);
@@ -112,18 +152,19 @@ pub fn table(st: &Status) -> String {
             s.id, s.peer, s.scheduler, s.cipher, s.key_phase, s.streams
         );
         o += &format!(
-            "  {:<4} {:<22} {:<8} {:>9} {:>14} {:>14} {:>7} {:>7} {:>5}\n",
-            "path", "link", "state", "rtt", "send", "receive", "loss", "lost", "mtu"
+            "  {:<4} {:<22} {:<8} {:>9} {:>14} {:>14} {:>14} {:>7} {:>7} {:>5}\n",
+            "path", "link", "state", "rtt", "send", "receive", "goodput", "loss", "lost", "mtu"
         );
         for p in &s.paths {
             o += &format!(
-                "  {:<4} {:<22} {:<8} {:>7.1}ms {:>14} {:>14} {:>6.2}% {:>7} {:>5}\n",
+                "  {:<4} {:<22} {:<8} {:>7.1}ms {:>14} {:>14} {:>14} {:>6.2}% {:>7} {:>5}\n",
                 p.id,
                 p.link.clone().unwrap_or_else(|| p.remote.clone()),
                 p.state,
                 p.rtt_ms,
                 format_rate(p.send_bps),
                 format_rate(p.recv_bps),
+                format_rate(p.goodput_bps),
                 p.loss * 100.0,
                 p.packets_lost,
                 p.mtu
@@ -147,11 +188,13 @@ pub fn run(args: StatusArgs) -> ExitCode {
             }
         }
     }
+    let mut smoother = Smoother::default();
     loop {
         match fetch(args.addr) {
             Ok(st) if args.json => println!("{}", serde_json::to_string_pretty(&st).unwrap_or_default()),
-            Ok(st) => {
+            Ok(mut st) => {
                 if args.watch {
+                    smoother.apply(&mut st);
                     print!("\x1b[2J\x1b[H");
                 }
                 print!("{}", table(&st));
@@ -198,5 +241,42 @@ mod tests {
         assert!(lines[3].contains("lte0") && lines[3].trim_end().ends_with("1452"), "{t}");
         assert!(lines[4].contains("wg-tunnel") && lines[4].trim_end().ends_with("1372"), "{t}");
         assert!(lines[4].contains("12.5ms"), "{t}");
+    }
+
+    /// A rate-limited download: 8.5 MB arrive between two samples a second apart, in a burst
+    /// the daemon's own window may have left behind: the watch shows them over its second.
+    #[test]
+    fn watch_rates_are_byte_counters_over_the_sampling_interval() {
+        let doc = |at: f64, received: u64, daemon_bps: f64| Status {
+            sessions: vec![SessionStatus {
+                id: "00000000000000a5".into(),
+                sampled_s: at,
+                paths: vec![PathStatus {
+                    id: 0,
+                    bytes_received: received,
+                    stream_bytes_received: received / 2,
+                    recv_bps: daemon_bps,
+                    ..PathStatus::default()
+                }],
+                ..SessionStatus::default()
+            }],
+            ..Status::default()
+        };
+        let mut w = Smoother::default();
+        let mut first = doc(10.0, 1_000_000, 7.0);
+        w.apply(&mut first);
+        assert_eq!(first.sessions[0].paths[0].recv_bps, 7.0, "the first sample keeps the daemon's rate");
+        let mut second = doc(11.0, 9_500_000, 0.0);
+        w.apply(&mut second);
+        let p = &second.sessions[0].paths[0];
+        assert!((p.recv_bps - 68e6).abs() < 1.0, "{}", p.recv_bps);
+        assert!((p.goodput_bps - 34e6).abs() < 1.0, "{}", p.goodput_bps);
+        // The same publication read again: no division by zero, no zero rate.
+        let mut again = doc(11.0, 9_500_000, 5.0);
+        w.apply(&mut again);
+        assert_eq!(again.sessions[0].paths[0].recv_bps, 5.0);
+        let mut third = doc(11.5, 10_500_000, 0.0);
+        w.apply(&mut third);
+        assert!((third.sessions[0].paths[0].recv_bps - 16e6).abs() < 1.0);
     }
 }

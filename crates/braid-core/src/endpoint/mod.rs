@@ -75,7 +75,8 @@ pub enum DatagramEvent {
     Handshake(Box<HandshakeJob>),
     /// A client was admitted: the driver now owns this session (its first `poll_transmit`
     /// answers the handshake). `replaces` is the id of an older session of the same client
-    /// key, which the driver should close.
+    /// key, which the driver should close; its datagrams are routed to it until
+    /// [`Endpoint::forget`].
     Accepted {
         /// The new session.
         session: Box<Session>,
@@ -371,10 +372,10 @@ impl Endpoint {
                     job.init,
                     response,
                 );
+                // The older session of this key stays routed until the driver forgets it: its
+                // client then hears the CLOSE that says why it ended, not a stateless reset
+                // that reads like a server restart (and is answered by taking the key back).
                 let replaces = self.by_client.insert(client, id);
-                if let Some(old) = replaces {
-                    self.sessions.remove(&old);
-                }
                 self.sessions.insert(id, Known { client });
                 self.last_timestamp.insert(client, timestamp);
                 self.recent.insert(now, job.fingerprint, Seen::Session(id));

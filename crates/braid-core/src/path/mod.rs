@@ -167,6 +167,8 @@ pub struct Path {
     pub admission_changed: Timestamp,
     /// Static weighted-round-robin weight (None: automatic).
     pub weight: Option<u32>,
+    /// Most bytes a second this path may carry (the client's link policy; None: no cap).
+    pub max_rate: Option<u64>,
 }
 
 impl Path {
@@ -216,6 +218,7 @@ impl Path {
             admitted: true,
             admission_changed: now,
             weight: None,
+            max_rate: None,
         }
     }
 
@@ -274,6 +277,7 @@ impl Path {
         match (self.local_status, self.remote_status) {
             (Standby, _) | (_, Standby) => Standby,
             (Backup, _) | (_, Backup) => Backup,
+            (Secondary, _) | (_, Secondary) => Secondary,
             _ => Active,
         }
     }
@@ -292,6 +296,8 @@ impl Path {
             let srtt = self.rtt.smoothed().as_secs_f64().max(1e-4);
             n * self.cc.window() as f64 / srtt
         });
+        // A link capped by policy (a metered link's throttle) never sends faster than its cap.
+        let rate = self.max_rate.map_or(rate, |cap| rate.min(cap as f64));
         self.pacer.set_rate(now, rate, self.mtu as u64);
     }
 

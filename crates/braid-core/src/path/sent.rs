@@ -33,6 +33,8 @@ pub enum SentFrame {
     PathStatus { path: u8 },
     /// PATH_ABANDON for `path`.
     PathAbandon { path: u8 },
+    /// POLICY number `seq`.
+    Policy { seq: u64 },
 }
 
 /// One packet in flight.

@@ -233,7 +233,8 @@ pub fn eligible_for<'a>(
 }
 
 /// Like [`eligible`] but ignoring admission: schedulers that choose their own subset of paths
-/// (redundant, priority-aware) start from here.
+/// (redundant, priority-aware) start from here. (A secondary path reaches a scheduler as
+/// `Active` while the session engages it and as `Secondary` otherwise, which carries nothing.)
 pub fn usable_for_data(paths: &[PathView]) -> impl Iterator<Item = &PathView> {
     let any_active = paths.iter().any(|p| p.carries_data());
     paths.iter().filter(move |p| {
@@ -241,7 +242,7 @@ pub fn usable_for_data(paths: &[PathView]) -> impl Iterator<Item = &PathView> {
             && match p.status {
                 PathStatusKind::Active => true,
                 PathStatusKind::Backup => !any_active,
-                PathStatusKind::Standby => false,
+                PathStatusKind::Standby | PathStatusKind::Secondary => false,
             }
     })
 }
@@ -340,6 +341,27 @@ impl Kind {
             Kind::Fps => Box::new(fps::fps()),
             Kind::Ips => Box::new(ips::ips()),
             Kind::Deadline => Box::new(deadline::DeadlineAware),
+        }
+    }
+
+    /// Its code in a POLICY frame: the index in [`Kind::ALL`] and the parameter
+    /// (`redundant:N`'s N).
+    pub fn code(self) -> (u8, u8) {
+        let (base, param) = match self {
+            Kind::Redundant(n) => (Kind::Redundant(0), n),
+            k => (k, 0),
+        };
+        let i = Self::ALL.iter().position(|(_, k, _)| *k == base).expect("every kind is listed");
+        (i as u8, param)
+    }
+
+    /// The kind of a POLICY code (None: unknown or a bad parameter).
+    pub fn from_code(code: u8, param: u8) -> Option<Kind> {
+        match Self::ALL.get(usize::from(code))?.1 {
+            Kind::Redundant(_) if param == 1 => None,
+            Kind::Redundant(_) => Some(Kind::Redundant(param)),
+            k if param == 0 => Some(k),
+            _ => None,
         }
     }
 

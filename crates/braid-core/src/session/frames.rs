@@ -85,6 +85,12 @@ impl Session {
                 self.retire_path(now, target, false);
                 Ok(())
             }
+            Frame::Policy { seq, body } => {
+                if let Err(why) = self.on_policy(now, seq, body) {
+                    self.violation(now, why);
+                }
+                Ok(())
+            }
             Frame::Close { code, reason } => {
                 let reason = String::from_utf8_lossy(reason).into_owned();
                 self.end(super::CloseReason::PeerClosed { code, reason });
@@ -199,6 +205,11 @@ impl Session {
                 }
                 SentFrame::PathAbandon { path } => {
                     self.path_control.abandon.entry(path).or_insert(0);
+                }
+                SentFrame::Policy { seq } => {
+                    if seq == self.policy.seq() {
+                        self.policy.due = true;
+                    }
                 }
             }
         }

@@ -4,12 +4,14 @@
 //! Its code is split by concern: `recv` (datagrams in), `send` (datagrams out), `frames`
 //! (what received frames do), `paths` (joining, validation, blackout), `timers`.
 
+mod class_limits;
 mod frames;
 #[cfg(feature = "fuzzing")]
 mod fuzzing;
 mod monitoring;
 pub mod paths;
 mod pinned;
+mod policy;
 mod recv;
 mod send;
 mod timers;
@@ -206,6 +208,12 @@ pub struct Session {
     streams: Streams,
     datagrams: Datagrams,
     scheduler: Box<dyn Scheduler>,
+    /// The kind of `scheduler` (what the policy names).
+    scheduler_kind: scheduler::Kind,
+    /// Per-class maximum and minimum rates.
+    class_limits: class_limits::ClassLimits,
+    /// The client's policy: what is owed to, or was received from, the peer.
+    policy: policy::PolicyState,
     rng: ChaCha20Rng,
     events: VecDeque<Event>,
     path_control: PathControl,
@@ -282,6 +290,9 @@ impl Session {
             streams: Streams::new(side, limits),
             datagrams: Datagrams::new(config.datagram_queue),
             scheduler: config.scheduler.build_seeded(scheduler_seed),
+            scheduler_kind: config.scheduler,
+            class_limits: class_limits::ClassLimits::default(),
+            policy: policy::PolicyState::new(side),
             rng,
             events: VecDeque::new(),
             path_control: PathControl::default(),
@@ -415,6 +426,16 @@ impl Session {
     /// Our session id (the id the peer puts in packets to us).
     pub fn id(&self) -> SessionId {
         self.local_id
+    }
+
+    /// The id the server chose for this session: the same on both ends (a client's own id
+    /// travels only in packets to it), so that both sides' logs and status name the session
+    /// alike. On a client it is zero until the handshake completes.
+    pub fn server_id(&self) -> SessionId {
+        match self.side {
+            Side::Server => self.local_id,
+            Side::Client => self.remote_id,
+        }
     }
 
     /// The peer's static public key.
@@ -580,6 +601,8 @@ impl Session {
     /// where future packets go).
     pub fn set_scheduler(&mut self, kind: scheduler::Kind) {
         self.scheduler = kind.build_seeded(self.scheduler_seed);
+        self.scheduler_kind = kind;
+        self.policy_changed();
     }
 
     /// Replaces the session's scheduler with a custom one.
@@ -606,6 +629,7 @@ impl Session {
         self.class_schedulers.retain(|(k, _)| used.contains(k));
         // Priority-aware schedulers learn the classes at the next housekeeping.
         self.next_housekeeping = Timestamp::ZERO;
+        self.policy_changed();
     }
 
     /// The AEAD the handshake agreed on (None before it finished).
@@ -633,6 +657,7 @@ impl Session {
     /// capacity). Takes effect at once (seed 002: weights change live).
     pub fn set_path_weight(&mut self, id: PathId, weight: Option<u32>) -> Result<(), PathError> {
         self.path_mut(id).ok_or(PathError::Unknown)?.weight = weight;
+        self.policy_changed();
         Ok(())
     }
 
@@ -672,6 +697,8 @@ impl Session {
             admitted: p.admitted,
             mtu: p.mtu,
             mtu_black_holes: p.pmtu.black_holes,
+            weight: p.weight,
+            max_rate: p.max_rate,
         })
     }
 
@@ -780,6 +807,10 @@ pub struct PathInfo {
     pub mtu: usize,
     /// Path MTU black holes detected (see `path::mtu`).
     pub mtu_black_holes: u32,
+    /// Weighted-round-robin weight (None: automatic).
+    pub weight: Option<u32>,
+    /// Rate cap, bytes/s (None: none).
+    pub max_rate: Option<u64>,
 }
 
 /// The seed of the `n`th class scheduler: distinct from the session scheduler's (`n` + 1 is

@@ -35,6 +35,7 @@ impl Session {
             return;
         }
         self.next_housekeeping = now + HOUSEKEEPING;
+        self.update_secondary(now);
         let classes = self.class_views(now);
         if !classes.is_empty() {
             self.scheduler.on_classes(now, &classes);

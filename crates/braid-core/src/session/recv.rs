@@ -323,6 +323,7 @@ impl Session {
         let token = self.random_token();
         let mut path = self.new_path(id, local, remote, now);
         path.challenge = Some(Challenge::new(token, remote, now, 0));
+        self.limits_for_new_path(now, &mut path);
         // A path id that was closed before comes back as a new path.
         self.paths.retain(|p| p.id != id);
         self.paths.push(path);

@@ -18,6 +18,7 @@ use crate::path::PathState;
 use crate::scheduler::{Decision, PacketInfo, PathView};
 use crate::time::Timestamp;
 use crate::wire::frame::encode;
+use crate::wire::PathStatusKind;
 use crate::wire::{DataHeader, DATA_HEADER_LEN, MIN_DATAGRAM, TAG_LEN};
 use smallvec::SmallVec;
 use std::time::Duration;
@@ -382,17 +383,19 @@ impl Session {
             || !c.max_stream_data.is_empty()
             || !self.path_control.status.is_empty()
             || !self.path_control.abandon.is_empty()
+            || (self.policy.due && self.is_established())
             || !self.streams.pending_resets().is_empty()
             || !self.streams.pending_stops().is_empty()
     }
 
     /// What the next data packet would carry, for the scheduler. None when there is nothing.
     /// The packet carries content of `class` only (see `build_data`).
-    fn next_packet_info(&self) -> Option<PacketInfo> {
+    fn next_packet_info(&self, now: Timestamp) -> Option<PacketInfo> {
         let cfg = &self.config;
         let bytes = self.mtu();
         let backlog_bytes = self.streams.unsent_total() + self.datagrams.queued_bytes();
-        let rank = |c: u8| Some(cfg.priority(c));
+        let limits = &self.class_limits;
+        let rank = |c: u8| limits.rank(now, c, &cfg.class(c));
         let retransmit = self.has_control() || self.streams.has_retransmit();
         let base = PacketInfo {
             class: 0,
@@ -404,8 +407,8 @@ impl Session {
             ahead_packets: 0,
             backlog_bytes,
         };
-        let stream = self.streams.next_class(rank).map(|c| (cfg.priority(c), c));
-        let datagram = self.datagrams.peek(|c| cfg.priority(c)).map(|d| (cfg.priority(d.class), d));
+        let stream = self.streams.next_class(rank).and_then(|c| Some((rank(c)?, c)));
+        let datagram = self.datagrams.peek(rank).and_then(|d| Some((rank(d.class)?, d)));
         let stream_info = |sp: u8, sc: u8| {
             let room = bytes - crate::wire::DATA_OVERHEAD;
             let ahead = self.streams.unsent_packets(room, only(sc)).saturating_sub(1);
@@ -439,6 +442,7 @@ impl Session {
             .min();
         let offloaded = self.config.ack_path == AckPath::LowestRtt;
         let admission = self.config.path_admission;
+        let engaged = self.secondary_engaged(now);
         let queued: Vec<(crate::path::PathId, u64)> =
             self.paths.iter().map(|p| (p.id, self.pinned_bytes(p.id))).collect();
         self.paths
@@ -446,6 +450,7 @@ impl Session {
             .filter(|p| p.state != PathState::Closed)
             .map(|p| {
                 let rate = p.capacity(now);
+                let rate = p.max_rate.map_or(rate, |cap| rate.min(cap as f64));
                 let min_rtt = p.rtt.min();
                 let base = match carrier {
                     Some(c) if offloaded => min_rtt.saturating_sub(c / 2).max(c / 2),
@@ -459,7 +464,11 @@ impl Session {
                 PathView {
                     id: p.id,
                     usable: p.is_usable(),
-                    status: p.status(),
+                    // A secondary path is active while the session engages it.
+                    status: match p.status() {
+                        PathStatusKind::Secondary if engaged => PathStatusKind::Active,
+                        s => s,
+                    },
                     srtt: p.rtt.smoothed(),
                     min_rtt,
                     rttvar: p.rtt.var(),
@@ -482,7 +491,11 @@ impl Session {
         self.next_send = None;
         self.datagrams.expire(now);
         loop {
-            let Some(info) = self.next_packet_info() else {
+            let Some(info) = self.next_packet_info(now) else {
+                // A class held back by its maximum rate is sent again when it may.
+                let cfg = self.config.clone();
+                self.next_send =
+                    self.class_limits.release(now, cfg.classes.iter().map(|(c, t)| (*c, t.clone())));
                 // Nothing to send although windows may have room: application-limited (a path
                 // with datagrams waiting in its own queue is not).
                 let pinned = &self.pinned;
@@ -587,7 +600,16 @@ impl Session {
         b.ack_eliciting = true;
         self.write_acks(now, &mut b, buf, true);
         self.last_data_sent = Some(now);
-        Some(self.seal_and_record(now, b, buf, None))
+        let t = self.seal_and_record(now, b, buf, None);
+        self.count_class(now, class, t.size);
+        Some(t)
+    }
+
+    /// `bytes` of `class` left: its rate limits count them.
+    fn count_class(&mut self, now: Timestamp, class: u8, bytes: usize) {
+        let c = self.config.class(class);
+        let mtu = self.mtu();
+        self.class_limits.on_sent(now, class, &c, bytes, mtu);
     }
 
     fn drop_head_datagram(&mut self, class: u8) -> bool {
@@ -654,6 +676,7 @@ impl Session {
         let payload = (!copies.is_empty()).then(|| buf[DATA_HEADER_LEN..].to_vec());
         let frames = b.frames.clone();
         let t = self.seal_and_record(now, b, buf, None);
+        self.count_class(now, class, t.size);
         if let Some(payload) = payload {
             // Copies of datagrams are useless after their deadline; other copies are kept.
             let expires = if only_datagrams { earliest_deadline } else { None };
@@ -764,6 +787,15 @@ impl Session {
             };
             encode::path_abandon(buf, path, code);
             b.frames.push(SentFrame::PathAbandon { path });
+        }
+        if self.policy.due && self.is_established() {
+            let body = self.policy().encode();
+            let seq = self.policy.seq();
+            if buf.len() + encode::policy_len(seq, body.len()) <= b.limit {
+                self.policy.due = false;
+                encode::policy(buf, seq, &body);
+                b.frames.push(SentFrame::Policy { seq });
+            }
         }
         if !b.frames.iter().all(|f| matches!(f, SentFrame::Ack { .. })) {
             b.ack_eliciting = true;

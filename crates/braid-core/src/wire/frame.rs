@@ -11,6 +11,7 @@
 //!      (bits: 0x04 offset, 0x02 len, 0x01 fin; without len the data runs to the packet end)
 //! 0x41 PATH_RESPONSE 8 bytes                0x42 PATH_STATUS     path seq status
 //! 0x43 PATH_ABANDON path code               0x50 CLOSE           code reason_len reason
+//! 0x60 POLICY seq len body (see `policy`)
 //! ```
 //! Integers are QUIC varints except single-byte `class` and `status`. ACK ranges follow RFC 9000
 //! §19.3.1: the first range ends at `largest`; each (gap, len) pair steps down from the previous
@@ -40,19 +41,24 @@ const PATH_RESPONSE: u8 = 0x41;
 const PATH_STATUS: u8 = 0x42;
 const PATH_ABANDON: u8 = 0x43;
 const CLOSE: u8 = 0x50;
+const POLICY: u8 = 0x60;
 
 /// The most ACK ranges one frame may carry; more is rejected as malformed.
 pub const MAX_ACK_RANGES: usize = 256;
 
-/// What a peer asks us to do with one of its paths.
+/// What a peer asks us to do with one of its paths (with the link tiers of the client's
+/// policy: primary = `Active`, `Secondary`, `Backup`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PathStatusKind {
-    /// Carry data normally.
+    /// Carry data normally (a primary link).
     Active,
     /// Keep the path validated and probed, but carry no data.
     Standby,
-    /// Carry data only when the non-backup paths are down or saturated.
+    /// Carry data only when no active or secondary path is usable.
     Backup,
+    /// Carry data when the active paths are down or cannot keep up (Speedify's "secondary":
+    /// a metered link that helps only when the others are short).
+    Secondary,
 }
 
 impl PathStatusKind {
@@ -61,6 +67,7 @@ impl PathStatusKind {
             PathStatusKind::Active => 0,
             PathStatusKind::Standby => 1,
             PathStatusKind::Backup => 2,
+            PathStatusKind::Secondary => 3,
         }
     }
     fn from_byte(b: u8) -> Option<Self> {
@@ -68,6 +75,7 @@ impl PathStatusKind {
             0 => PathStatusKind::Active,
             1 => PathStatusKind::Standby,
             2 => PathStatusKind::Backup,
+            3 => PathStatusKind::Secondary,
             _ => return None,
         })
     }
@@ -121,6 +129,8 @@ pub enum Frame<'a> {
     PathAbandon { path_id: u8, code: u64 },
     /// The sender closes the session.
     Close { code: u64, reason: &'a [u8] },
+    /// The client's policy for both directions (`crate::policy`), newest `seq` wins.
+    Policy { seq: u64, body: &'a [u8] },
 }
 
 impl Frame<'_> {
@@ -256,6 +266,11 @@ impl<'a> Frames<'a> {
                 let code = self.varint()?;
                 let len = self.varint()?;
                 Frame::Close { code, reason: self.bytes(len)? }
+            }
+            POLICY => {
+                let seq = self.varint()?;
+                let len = self.varint()?;
+                Frame::Policy { seq, body: self.bytes(len)? }
             }
             other => return Err(ParseError::UnknownFrame(u64::from(other))),
         })
@@ -426,6 +441,19 @@ pub mod encode {
         varint::put(out, u64::from(path_id));
         varint::put(out, seq);
         out.push(status.to_byte());
+    }
+
+    /// POLICY with its encoded body.
+    pub fn policy(out: &mut Vec<u8>, seq: u64, body: &[u8]) {
+        out.push(POLICY);
+        varint::put(out, seq);
+        varint::put(out, body.len() as u64);
+        out.extend_from_slice(body);
+    }
+
+    /// Bytes of a POLICY frame with a body of `len` bytes.
+    pub fn policy_len(seq: u64, len: usize) -> usize {
+        1 + varint::size(seq) + varint::size(len as u64) + len
     }
 
     /// PATH_ABANDON.

@@ -21,6 +21,10 @@ use special::stands_for;
 use std::net::IpAddr;
 use std::ops::RangeInclusive;
 
+/// How an operator allows what the default policy denies, for refusal messages.
+pub const ALLOW_HINT: &str =
+    "allow it with --allow-private or [egress] allow_private = true, or an [egress] allow rule for it";
+
 /// One rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rule {
@@ -155,13 +159,13 @@ impl EgressPolicy {
             for &m in &meanings {
                 if self.local.contains(m) && !self.allow.iter().any(|r| r.is_host() && r.matches(m, port)) {
                     return Err(format!(
-                        "{ip}{} is an address of this server (denied unless allowed: the server must not be a way into its own host)",
+                        "{ip}{} is an address of this server (denied unless allowed: the server must not be a way into its own host; {ALLOW_HINT})",
                         written_as(m)
                     ));
                 }
                 if is_private(m) && !self.allow.iter().any(|r| r.prefix > 0 && r.matches(m, port)) {
                     return Err(format!(
-                        "{ip}{} is a private or local address (the server denies these unless allowed)",
+                        "{ip}{} is a private or local address (the server denies these unless allowed: {ALLOW_HINT})",
                         written_as(m)
                     ));
                 }
@@ -225,6 +229,10 @@ mod tests {
         ] {
             let e = p.check(ip(a), 80).expect_err(a);
             assert!(e.contains("private or local"), "{a}: {e}");
+            assert!(
+                e.contains("--allow-private") && e.contains("[egress] allow_private"),
+                "names the fix: {e}"
+            );
         }
         let e = p.check(ip("64:ff9b::7f00:1"), 80).unwrap_err();
         assert!(e.contains("stands for 127.0.0.1"), "{e}");

@@ -126,11 +126,33 @@ async fn open(app: &mpsc::Sender<AppMsg>, request: Bytes) -> Result<(StreamEnds,
     }
 }
 
-/// Opens a stream to `target` and waits for the server's answer.
+/// At most one log line a second about refused connections (a page may open dozens at once).
+static REFUSALS: crate::ratelog::RateLimited = crate::ratelog::RateLimited::new(Duration::from_secs(1));
+
+/// Opens a stream to `target` and waits for the server's answer. A refusal is logged with
+/// what it means and, where the operator can change it, how.
 pub async fn connect(app: &mpsc::Sender<AppMsg>, target: &Target) -> Result<(StreamEnds, Bytes), Status> {
-    open(app, encode_connect(target))
-        .await
-        .inspect_err(|s| tracing::debug!(%target, status = ?s, "CONNECT refused"))
+    open(app, encode_connect(target)).await.inspect_err(|s| {
+        if let Some(left_out) = REFUSALS.hit() {
+            tracing::info!(%target, reason = refusal(*s), left_out, "connection refused by the server");
+        }
+    })
+}
+
+/// What a refusal means, for the operator of the client.
+pub fn refusal(s: Status) -> &'static str {
+    match s {
+        Status::Ok => "accepted",
+        Status::Denied => {
+            "the server's egress policy denies this destination (private, loopback and the server's own addresses are denied unless the server allows them: --allow-private or [egress] allow_private = true; the server's log names the rule)"
+        }
+        Status::Refused => "the destination refused the connection",
+        Status::Unreachable => "the destination is unreachable from the server (or the session is down)",
+        Status::Timeout => "the server's connection attempt timed out",
+        Status::NotFound => "the server could not resolve the name",
+        Status::Limit => "the server's limit on this client's open streams is reached (max_streams)",
+        Status::BadRequest => "the server could not read the request",
+    }
 }
 
 /// Opens association `id` of the kind `request` names (the TUN's ordered flows and pings).
