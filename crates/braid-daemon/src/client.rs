@@ -187,7 +187,9 @@ async fn resolve_links(
             }
             LinkKind::Auto => {
                 for i in crate::linkpick::auto_interfaces(ifs, server) {
-                    if out.iter().any(|a: &ActiveLink| a.label == i.name) {
+                    // In TUN mode the TUN device is never a link: its path would loop into it.
+                    let tun = settings.tun.as_ref().is_some_and(|t| t.name == i.name);
+                    if tun || out.iter().any(|a: &ActiveLink| a.label == i.name) {
                         continue;
                     }
                     match crate::linkpick::bind_auto(i, server) {
@@ -204,7 +206,10 @@ async fn resolve_links(
         // TUN mode routes every unmarked packet into the TUN: the paths' own must stay out.
         for l in &out {
             l.link.set_mark(tun.fwmark).map_err(|e| {
-                Failure::Interface(format!("link {}: cannot mark its socket for TUN mode ({e}); it needs CAP_NET_ADMIN", l.label))
+                Failure::Interface(format!(
+                    "link {}: cannot mark its socket for TUN mode ({e}); it needs CAP_NET_ADMIN",
+                    l.label
+                ))
             })?;
         }
     }

@@ -49,19 +49,29 @@ impl TunSection {
         }
         let mut s = TunSettings::new();
         if let Some(n) = self.name {
-            if n.is_empty() || n.len() > 15 || !n.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
-                return Err(format!("tun.name: '{n}' is not an interface name (at most 15 letters, digits, - _ .)"));
+            if n.is_empty()
+                || n.len() > 15
+                || !n.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            {
+                return Err(format!(
+                    "tun.name: '{n}' is not an interface name (at most 15 letters, digits, - _ .)"
+                ));
             }
             s.name = n;
         }
         if let Some(m) = self.mtu {
             if !(1280..=1452).contains(&m) {
-                return Err(format!("tun.mtu: {m} is outside 1280..1452 (a UDP datagram must fit one braid datagram)"));
+                return Err(format!(
+                    "tun.mtu: {m} is outside 1280..1452 (a UDP datagram must fit one braid datagram)"
+                ));
             }
             s.mtu = m;
         }
         let routes = if flags.routes.is_empty() { self.routes } else { flags.routes.clone() };
-        s.routes = routes.iter().map(|r| parse_prefix(r).map_err(|e| format!("tun.routes: {e}"))).collect::<Result<_, _>>()?;
+        s.routes = routes
+            .iter()
+            .map(|r| parse_prefix(r).map_err(|e| format!("tun.routes: {e}")))
+            .collect::<Result<_, _>>()?;
         let dns = if flags.dns.is_empty() { self.dns } else { flags.dns.clone() };
         s.dns = dns
             .iter()
@@ -105,7 +115,11 @@ mod tests {
     #[test]
     fn off_unless_asked_and_checked_when_on() {
         assert_eq!(TunSection::default().settings(&TunFlags::default()).unwrap(), None);
-        let f = TunFlags { gateway: true, routes: vec!["10.0.1.2".into(), "fd00::/8".into()], ..Default::default() };
+        let f = TunFlags {
+            gateway: true,
+            routes: vec!["10.0.1.2".into(), "fd00::/8".into()],
+            ..Default::default()
+        };
         let s = TunSection::default().settings(&f).unwrap().unwrap();
         assert!(s.gateway);
         assert_eq!(s.routes, vec![("10.0.1.2".parse().unwrap(), 32), ("fd00::".parse().unwrap(), 8)]);

@@ -120,7 +120,8 @@ pub fn parse_prefix(s: &str) -> Result<(IpAddr, u8), String> {
     let (a, l) = s.split_once('/').unwrap_or((s, ""));
     let ip: IpAddr = a.trim().parse().map_err(|_| format!("'{s}' is not an IP prefix (ADDR/LEN)"))?;
     let max = if ip.is_ipv4() { 32 } else { 128 };
-    let len = if l.is_empty() { max } else { l.trim().parse().map_err(|_| format!("'{s}': bad prefix length"))? };
+    let len =
+        if l.is_empty() { max } else { l.trim().parse().map_err(|_| format!("'{s}': bad prefix length"))? };
     if len > max {
         return Err(format!("'{s}': prefix length over {max}"));
     }
@@ -255,6 +256,13 @@ pub fn undo_leftovers(state_file: &std::path::Path) -> Result<Option<String>, Fa
     let Some(old) = Changes::load(state_file).map_err(|e| Failure::Config(e.to_string()))? else {
         return Ok(None);
     };
+    if old.pid != std::process::id() && system::alive_braid(old.pid) {
+        return Err(Failure::Config(format!(
+            "TUN mode: another braid (pid {}) is in TUN mode with the state file {}; stop it first",
+            old.pid,
+            state_file.display()
+        )));
+    }
     let failed = old.undo(state_file);
     if !failed.is_empty() {
         return Err(Failure::Other(format!(
@@ -308,7 +316,10 @@ pub async fn start(
         }
     }
     changes.save(&settings.state_file).map_err(|e| {
-        Failure::Config(format!("TUN mode: cannot write its state file {}: {e}", settings.state_file.display()))
+        Failure::Config(format!(
+            "TUN mode: cannot write its state file {}: {e}",
+            settings.state_file.display()
+        ))
     })?;
     // From here on every exit path undoes the plan (the handle's Drop).
     let counters = Arc::new(TunCounters::default());
@@ -332,7 +343,8 @@ pub async fn start(
 /// The device as the configuration asks for, with offloads when the kernel has them.
 fn open_device(settings: &TunSettings, ipv6: bool) -> Result<(tun_rs::AsyncDevice, bool), Failure> {
     let build = |offload: bool| {
-        let mut b = tun_rs::DeviceBuilder::new().name(&settings.name).mtu(settings.mtu).ipv4(ADDRESS_V4, 32u8, None);
+        let mut b =
+            tun_rs::DeviceBuilder::new().name(&settings.name).mtu(settings.mtu).ipv4(ADDRESS_V4, 32u8, None);
         if ipv6 {
             b = b.ipv6(ADDRESS_V6, 128u8);
         }
@@ -369,19 +381,23 @@ fn apply(settings: &TunSettings, changes: &Changes, default_route: bool, ipv6: b
     for (addr, len) in routes {
         let fam = if addr.is_ipv4() { "-4" } else { "-6" };
         let prefix = format!("{addr}/{len}");
-        system::ip(&[fam, "route", "replace", &prefix, "dev", &settings.name, "table", &table].map(String::from))
-            .map_err(fail)?;
+        system::ip(
+            &[fam, "route", "replace", &prefix, "dev", &settings.name, "table", &table].map(String::from),
+        )
+        .map_err(fail)?;
     }
     for r in &changes.rules {
         system::ip(r).map_err(fail)?;
     }
     if !settings.dns.is_empty() {
         let text = system::resolv_conf(changes.resolv_conf.as_deref().unwrap_or(""), &settings.dns);
-        system::write_in_place(&settings.resolv_conf, &text)
-            .map_err(|e| Failure::Config(format!("TUN mode: cannot write {}: {e}", settings.resolv_conf.display())))?;
+        system::write_in_place(&settings.resolv_conf, &text).map_err(|e| {
+            Failure::Config(format!("TUN mode: cannot write {}: {e}", settings.resolv_conf.display()))
+        })?;
     }
     for (f, _) in &changes.sysctls {
-        std::fs::write(f, "1").map_err(|e| Failure::Config(format!("gateway mode: cannot write {}: {e}", f.display())))?;
+        std::fs::write(f, "1")
+            .map_err(|e| Failure::Config(format!("gateway mode: cannot write {}: {e}", f.display())))?;
     }
     Ok(())
 }

@@ -245,7 +245,9 @@ mod tests {
 
     #[test]
     fn udp_round_trips_in_both_families_with_valid_checksums() {
-        for (src, dst) in [(sa("10.0.0.1:5000"), sa("10.9.0.2:53")), (sa("[fd00::1]:5000"), sa("[2001:db8::2]:443"))] {
+        for (src, dst) in
+            [(sa("10.0.0.1:5000"), sa("10.9.0.2:53")), (sa("[fd00::1]:5000"), sa("[2001:db8::2]:443"))]
+        {
             let p = udp_packet(src, dst, b"hello").unwrap();
             assert_eq!(parse(&p).unwrap(), Packet::Udp { src, dst, payload: b"hello" });
             let ip_len = if src.is_ipv4() { 20 } else { 40 };

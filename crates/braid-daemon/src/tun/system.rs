@@ -53,6 +53,12 @@ pub fn ip(args: &[String]) -> io::Result<()> {
     )))
 }
 
+/// Whether process `pid` is alive and a braid (its command name): then its state file is no
+/// crash's leftover and must not be undone.
+pub fn alive_braid(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "braid")
+}
+
 fn strings(parts: &[&str]) -> Vec<String> {
     parts.iter().map(|s| s.to_string()).collect()
 }
@@ -60,12 +66,26 @@ fn strings(parts: &[&str]) -> Vec<String> {
 /// The rules for `table`, `mark` at `priority`: per family `not fwmark MARK lookup TABLE`,
 /// and in default-route mode `lookup main suppress_prefixlength 0` one before it.
 pub fn rules(table: u32, mark: u32, priority: u32, default_route: bool, ipv6: bool) -> Vec<Vec<String>> {
-    let (t, m, p, p0) =
-        (table.to_string(), format!("{mark:#x}"), priority.to_string(), priority.saturating_sub(1).to_string());
+    let (t, m, p, p0) = (
+        table.to_string(),
+        format!("{mark:#x}"),
+        priority.to_string(),
+        priority.saturating_sub(1).to_string(),
+    );
     let mut out = Vec::new();
     for fam in if ipv6 { &["-4", "-6"][..] } else { &["-4"][..] } {
         if default_route {
-            out.push(strings(&[fam, "rule", "add", "table", "main", "suppress_prefixlength", "0", "priority", &p0]));
+            out.push(strings(&[
+                fam,
+                "rule",
+                "add",
+                "table",
+                "main",
+                "suppress_prefixlength",
+                "0",
+                "priority",
+                &p0,
+            ]));
         }
         out.push(strings(&[fam, "rule", "add", "not", "fwmark", &m, "table", &t, "priority", &p]));
     }
@@ -184,7 +204,8 @@ mod tests {
 
     #[test]
     fn resolv_conf_keeps_search_and_options() {
-        let t = resolv_conf("nameserver 1.2.3.4\nsearch lan\noptions edns0\n", &["10.9.0.1".parse().unwrap()]);
+        let t =
+            resolv_conf("nameserver 1.2.3.4\nsearch lan\noptions edns0\n", &["10.9.0.1".parse().unwrap()]);
         assert!(t.contains("nameserver 10.9.0.1\nsearch lan\noptions edns0\n"), "{t}");
         assert!(!t.contains("1.2.3.4"));
     }
