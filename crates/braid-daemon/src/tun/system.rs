@@ -10,7 +10,7 @@
 //! (`SO_MARK`); a rule sends every *unmarked* packet to braid's table, which routes the
 //! default route (or the configured prefixes) into the TUN. In default-route mode a second
 //! rule, just before it, lets the main table's more specific routes (the LAN, the links'
-//! own subnets) win: `lookup main suppress_prefixlength 0`.
+//! own subnets) win for unmarked packets: `not fwmark MARK lookup main suppress_prefixlength 0`.
 
 use serde::{Deserialize, Serialize};
 use std::io;
@@ -64,7 +64,10 @@ fn strings(parts: &[&str]) -> Vec<String> {
 }
 
 /// The rules for `table`, `mark` at `priority`: per family `not fwmark MARK lookup TABLE`,
-/// and in default-route mode `lookup main suppress_prefixlength 0` one before it.
+/// and in default-route mode `not fwmark MARK lookup main suppress_prefixlength 0` one before
+/// it. Both skip marked packets, so braid's own paths meet the host's rules as if TUN mode
+/// were off: a multi-homed host's per-link source rules (`from 10.0.2.1 lookup 102`) come
+/// after these and must still decide which link each path leaves by.
 pub fn rules(table: u32, mark: u32, priority: u32, default_route: bool, ipv6: bool) -> Vec<Vec<String>> {
     let (t, m, p, p0) = (
         table.to_string(),
@@ -75,17 +78,8 @@ pub fn rules(table: u32, mark: u32, priority: u32, default_route: bool, ipv6: bo
     let mut out = Vec::new();
     for fam in if ipv6 { &["-4", "-6"][..] } else { &["-4"][..] } {
         if default_route {
-            out.push(strings(&[
-                fam,
-                "rule",
-                "add",
-                "table",
-                "main",
-                "suppress_prefixlength",
-                "0",
-                "priority",
-                &p0,
-            ]));
+            let main = ["table", "main", "suppress_prefixlength", "0", "priority", &p0];
+            out.push(strings(&[&[fam, "rule", "add", "not", "fwmark", &m][..], &main[..]].concat()));
         }
         out.push(strings(&[fam, "rule", "add", "not", "fwmark", &m, "table", &t, "priority", &p]));
     }
@@ -193,9 +187,9 @@ mod tests {
         assert_eq!(
             text,
             vec![
-                "-4 rule add table main suppress_prefixlength 0 priority 2844",
+                "-4 rule add not fwmark 0xb1d table main suppress_prefixlength 0 priority 2844",
                 "-4 rule add not fwmark 0xb1d table 2845 priority 2845",
-                "-6 rule add table main suppress_prefixlength 0 priority 2844",
+                "-6 rule add not fwmark 0xb1d table main suppress_prefixlength 0 priority 2844",
                 "-6 rule add not fwmark 0xb1d table 2845 priority 2845",
             ]
         );
