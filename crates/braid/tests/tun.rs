@@ -1,7 +1,7 @@
 //! TUN mode end to end, in network namespaces (root; skipped otherwise, failed when
 //! `BRAID_ROOT_TESTS=1`): a client namespace whose only route to the target host is braid's
-//! TUN reaches it with curl over TCP (IPv4 and IPv6, by name through DNS), a UDP echo, DNS
-//! and ping — no SOCKS, no forward; a link cut during a download breaks nothing; the
+//! TUN reaches it with curl over TCP (IPv4 and IPv6, by name through DNS), a UDP echo, DNS,
+//! ping and a QUIC download (quinn) — no SOCKS, no forward; a link cut during a download breaks nothing; the
 //! namespace's rules, routes and resolv.conf are as before after SIGTERM, and after SIGKILL
 //! followed by a new start. Gateway mode carries a LAN host's traffic the same way.
 
@@ -39,6 +39,14 @@ fn tun_carries_tcp_udp_dns_and_ping_and_a_download_survives_a_link_cut() {
     // UDP, both families: every datagram back whole and in order.
     udp_echo(&c, SocketAddr::new(TARGET4.parse().unwrap(), ECHO_PORT), 100).unwrap();
     udp_echo(&c, SocketAddr::new(TARGET6.parse().unwrap(), ECHO_PORT), 100).unwrap();
+    // QUIC (quinn): a 4 MB download over both links, byte-exact.
+    let quic_body = blob(4 << 20);
+    let quic_at = SocketAddr::new(TARGET4.parse().unwrap(), 4433);
+    let cert = serve_quic(&lab, quic_at, quic_body.clone());
+    let t = Instant::now();
+    let got = quic_download(&c, quic_at, cert).unwrap();
+    assert_eq!(sha256(&got), sha256(&quic_body), "the QUIC download is not byte-exact");
+    eprintln!("QUIC: 4 MB in {:.2} s", t.elapsed().as_secs_f64());
     // DNS through the TUN (resolv.conf now names the target), then TCP by that name.
     let names = out(&["ip", "netns", "exec", &c, "getent", "ahostsv4", NAME]);
     assert!(names.contains(TARGET4), "DNS through the TUN: {names:?}");

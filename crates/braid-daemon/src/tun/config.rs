@@ -113,6 +113,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_example_files_tun_section_parses() {
+        let text = include_str!("../../../../examples/client.toml");
+        let (_, section) = text.split_once("\n[tun]\n").expect("examples/client.toml has [tun]");
+        let section = section.split("\n[").next().unwrap_or_default();
+        let t: TunSection = toml::from_str(section).unwrap();
+        assert_eq!(t.enable, Some(false));
+        let s = t.settings(&TunFlags { tun: true, ..Default::default() }).unwrap().unwrap();
+        assert_eq!(
+            (s.name.as_str(), s.mtu, s.reorder_max),
+            ("braid0", 1400, std::time::Duration::from_millis(150))
+        );
+    }
+
+    #[test]
     fn off_unless_asked_and_checked_when_on() {
         assert_eq!(TunSection::default().settings(&TunFlags::default()).unwrap(), None);
         let f = TunFlags {

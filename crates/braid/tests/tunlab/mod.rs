@@ -554,3 +554,73 @@ pub fn udp_echo(ns: &str, to: SocketAddr, count: usize) -> Result<(), String> {
     .join()
     .unwrap()
 }
+
+/// A QUIC server (quinn) on `addr` in the server namespace: every bidirectional stream a
+/// client opens gets `body`, then the stream's end. Returns its self-signed certificate (for
+/// the name `NAME`).
+pub fn serve_quic(lab: &Lab, addr: SocketAddr, body: Arc<Vec<u8>>) -> Vec<u8> {
+    let stop = lab.stop.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    in_netns(&lab.server, move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async move {
+            let ck = rcgen::generate_simple_self_signed(vec![NAME.to_string()]).unwrap();
+            let cert = ck.cert.der().clone();
+            let key = quinn::rustls::pki_types::PrivateKeyDer::Pkcs8(ck.signing_key.serialize_der().into());
+            let cfg = quinn::ServerConfig::with_single_cert(vec![cert.clone()], key).unwrap();
+            let ep = quinn::Endpoint::server(cfg, addr).unwrap();
+            tx.send(cert.to_vec()).unwrap();
+            while !stop.load(Ordering::SeqCst) {
+                let Ok(Some(inc)) = tokio::time::timeout(Duration::from_millis(200), ep.accept()).await
+                else {
+                    continue;
+                };
+                let body = body.clone();
+                tokio::spawn(async move {
+                    let Ok(conn) = inc.await else { return };
+                    while let Ok((mut send, mut recv)) = conn.accept_bi().await {
+                        let _ = recv.read_to_end(64).await;
+                        let _ = send.write_all(&body).await;
+                        let _ = send.finish();
+                        let _ = send.stopped().await;
+                    }
+                });
+            }
+        });
+    });
+    rx.recv_timeout(Duration::from_secs(10)).expect("the QUIC server started")
+}
+
+/// Downloads one stream's worth from the QUIC server at `addr` (certificate `cert`) from
+/// namespace `ns`, within 30 s.
+pub fn quic_download(ns: &str, addr: SocketAddr, cert: Vec<u8>) -> Result<Vec<u8>, String> {
+    in_netns(ns, move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async move {
+            let mut roots = quinn::rustls::RootCertStore::empty();
+            roots.add(cert.into()).map_err(|e| e.to_string())?;
+            let cfg =
+                quinn::ClientConfig::with_root_certificates(Arc::new(roots)).map_err(|e| e.to_string())?;
+            let bind: SocketAddr = if addr.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" }.parse().unwrap();
+            let mut ep = quinn::Endpoint::client(bind).map_err(|e| e.to_string())?;
+            ep.set_default_client_config(cfg);
+            let fetch = async {
+                let conn =
+                    ep.connect(addr, NAME).map_err(|e| e.to_string())?.await.map_err(|e| e.to_string())?;
+                let (mut send, mut recv) = conn.open_bi().await.map_err(|e| e.to_string())?;
+                send.write_all(b"GET").await.map_err(|e| e.to_string())?;
+                send.finish().map_err(|e| e.to_string())?;
+                let got = recv.read_to_end(1 << 30).await.map_err(|e| e.to_string())?;
+                conn.close(0u32.into(), b"done");
+                Ok::<_, String>(got)
+            };
+            let got = tokio::time::timeout(Duration::from_secs(30), fetch)
+                .await
+                .map_err(|_| "QUIC download timed out".to_string())?;
+            ep.wait_idle().await;
+            got
+        })
+    })
+    .join()
+    .unwrap()
+}
