@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Per run of a lab report's CBR UDP workloads: the receiver's rate, loss and iperf3's
-out-of-order count (which the lab's table leaves out), and the share of the offered rate
-delivered. Usage: bench/udp-out-of-order.py LAB_OUT_DIR"""
+"""Per run of a lab report's CBR UDP workloads: iperf3's out-of-order count at the receiver
+(which the lab's table leaves out; its goodput and loss columns have the rest).
+Usage: bench/udp-out-of-order.py LAB_OUT_DIR"""
 import json
 import pathlib
 import sys
@@ -27,18 +27,14 @@ def receiver_sum(run):
 
 
 def main(out):
-    print(f"{'workload':24s} {'run':22s} {'offered':>9s} {'received':>9s} {'share':>6s} {'loss %':>7s} {'out-of-order':>12s}")
+    print(f"{'workload':24s} {'run':22s} {'out-of-order':>12s}")
     for f in sorted(pathlib.Path(out, "raw").glob("cbr-*/*.json")):
         if f.name.endswith("-status.json"):
             continue
         run = json.loads(f.read_text())
-        s, side = receiver_sum(run)
-        offered = run.get("start", {}).get("test_start", {}).get("target_bitrate") or 0
+        _, side = receiver_sum(run)
         ooo = sum(v for v in find(side.get("end", {}), "out_of_order") if isinstance(v, int))
-        rate = s.get("bits_per_second", 0)
-        share = rate / offered if offered else float("nan")
-        print(f"{f.parent.name:24s} {f.stem:22s} {offered/1e6:9.2f} {rate/1e6:9.2f} {share:6.3f} "
-              f"{s.get('lost_percent', float('nan')):7.2f} {ooo:12d}")
+        print(f"{f.parent.name:24s} {f.stem:22s} {ooo:12d}")
 
 
 if __name__ == "__main__":
