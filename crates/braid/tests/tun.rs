@@ -3,7 +3,8 @@
 //! TUN reaches it with curl over TCP (IPv4 and IPv6, by name through DNS), a UDP echo, DNS,
 //! ping and a QUIC download (quinn) — no SOCKS, no forward; a link cut during a download breaks nothing; the
 //! namespace's rules, routes and resolv.conf are as before after SIGTERM, and after SIGKILL
-//! followed by a new start. Gateway mode carries a LAN host's traffic the same way.
+//! followed by a new start. Gateway mode carries a LAN host's traffic the same way; the
+//! server's egress policy refuses TUN flows to denied addresses as it refuses SOCKS5.
 
 mod tunlab;
 
@@ -162,4 +163,27 @@ fn gateway_mode_carries_a_lan_hosts_tcp_udp_and_ping() {
     assert!(ping(&lan, TARGET4), "ping from the LAN through the gateway");
     assert!(lab.signal(client, libc::SIGTERM).success());
     assert_eq!((lab.host_state(), forwarding()), before, "gateway mode not undone");
+}
+
+#[test]
+fn the_servers_egress_policy_refuses_tun_flows_as_it_refuses_socks() {
+    if !can_run(TOOLS) {
+        return;
+    }
+    // The server's default policy: the lab's private target is not allowed.
+    let mut lab = Lab::with_egress("e", 1, None, false);
+    lab.serve_http(blob(1000));
+    lab.serve_udp_echo();
+    let client = lab.start_client_connected(&[]);
+    let c = lab.client.clone();
+    let file = lab.dir.join("denied");
+    let ok = curl(&c, &format!("http://{TARGET4}:{HTTP_PORT}/x"), &file).status().unwrap().success();
+    assert!(!ok, "curl reached a private address the server's policy denies");
+    assert!(std::fs::read(&file).map_or(true, |b| b.is_empty()), "bytes arrived from a denied address");
+    // UDP is judged per datagram at the server, as for SOCKS5 UDP ASSOCIATE: none gets out.
+    assert!(udp_echo(&c, SocketAddr::new(TARGET4.parse().unwrap(), ECHO_PORT), 1).is_err());
+    assert!(!ping(&c, TARGET4), "ping reached a denied address");
+    let tun = lab.status()["frontend"]["tun"].clone();
+    assert!(tun["tcp_refused"].as_u64().unwrap_or(0) >= 1, "TCP refusal not counted: {tun}");
+    assert!(lab.signal(client, libc::SIGTERM).success());
 }

@@ -150,6 +150,12 @@ impl Lab {
     /// `links` veth links; `rate_mbit`: a tbf on the server's end of each (the download
     /// direction), so that a transfer lasts long enough to cut a link during it.
     pub fn new(tag: &str, links: u8, rate_mbit: Option<u32>) -> Lab {
+        Lab::with_egress(tag, links, rate_mbit, true)
+    }
+
+    /// As [`Lab::new`]; `allow_private: false` leaves the server's default egress policy, which
+    /// denies the lab's (private) target addresses.
+    pub fn with_egress(tag: &str, links: u8, rate_mbit: Option<u32>, allow_private: bool) -> Lab {
         let id = std::process::id();
         let dir = std::env::temp_dir().join(format!("braid-{tag}-{id}"));
         let _ = std::fs::remove_dir_all(&dir);
@@ -213,7 +219,8 @@ impl Lab {
                 "--key",
             ])
             .arg(&skey)
-            .args(["--client", &cpub, "--allow-private"])
+            .args(["--client", &cpub])
+            .args(allow_private.then_some("--allow-private"))
             .env("XDG_RUNTIME_DIR", &lab.dir)
             .spawn()
             .unwrap();
@@ -281,6 +288,18 @@ impl Lab {
             .args(extra)
             .env("XDG_RUNTIME_DIR", &self.dir);
         cmd
+    }
+
+    /// Starts the TUN client and waits until its session has a path and the TUN device is
+    /// up; returns its index in `procs`.
+    pub fn start_client_connected(&mut self, extra: &[&str]) -> usize {
+        let child = self.client_cmd(extra).spawn().unwrap();
+        self.procs.push(child);
+        wait_for("the session and the TUN", Duration::from_secs(15), || {
+            let paths = self.status()["sessions"][0]["paths"].as_array().map_or(0, |p| p.len());
+            paths > 0 && sh(&["ip", "-n", &self.client, "link", "show", "braid0"])
+        });
+        self.procs.len() - 1
     }
 
     /// Starts the TUN client and waits until the TUN carries a TCP connection to the target;
