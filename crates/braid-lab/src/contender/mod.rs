@@ -82,6 +82,9 @@ impl Contender {
                 Some("agg-tunnel forwards TCP ports only; no UDP workload".into())
             }
             Contender::Aggligator => None,
+            Contender::BraidTun(_) if !std::path::Path::new("/dev/net/tun").exists() => {
+                Some("no /dev/net/tun on this machine: braid's TUN mode cannot run".into())
+            }
             Contender::Braid(_) | Contender::BraidTun(_) => match &tools.braid {
                 BraidBinary::Ready(_) => None,
                 BraidBinary::Unavailable(why) => Some(why.clone()),
