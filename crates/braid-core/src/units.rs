@@ -57,6 +57,49 @@ pub fn parse_percent(s: &str) -> Result<f64, String> {
     Ok(v / 100.0)
 }
 
+/// A byte count from text such as `20GB`, `500MB`, `1.5GiB`, `64kB`, `1200B` (SI and binary
+/// prefixes, as carriers' data caps are written).
+pub fn parse_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim().to_ascii_lowercase();
+    let units: [(&str, f64); 9] = [
+        ("tib", 1024f64 * 1024.0 * 1024.0 * 1024.0),
+        ("gib", 1024f64 * 1024.0 * 1024.0),
+        ("mib", 1024f64 * 1024.0),
+        ("kib", 1024.0),
+        ("tb", 1e12),
+        ("gb", 1e9),
+        ("mb", 1e6),
+        ("kb", 1e3),
+        ("b", 1.0),
+    ];
+    for (suffix, mult) in units {
+        if let Some(num) = t.strip_suffix(suffix) {
+            let v: f64 = num.trim().parse().map_err(|_| format!("'{s}' is not a size (e.g. 20GB)"))?;
+            if !(v > 0.0 && v.is_finite() && v * mult < 1.8e19) {
+                return Err(format!("size '{s}' must be positive"));
+            }
+            return Ok((v * mult).round() as u64);
+        }
+    }
+    Err(format!("'{s}' is not a size: use a number with B, kB, MB, GB, TB or KiB, MiB, GiB (e.g. 20GB)"))
+}
+
+/// Formats a byte count for people: `1.23 GB`.
+pub fn format_bytes(n: u64) -> String {
+    let v = n as f64;
+    if v >= 1e12 {
+        format!("{:.2} TB", v / 1e12)
+    } else if v >= 1e9 {
+        format!("{:.2} GB", v / 1e9)
+    } else if v >= 1e6 {
+        format!("{:.2} MB", v / 1e6)
+    } else if v >= 1e3 {
+        format!("{:.1} kB", v / 1e3)
+    } else {
+        format!("{n} B")
+    }
+}
+
 /// Formats bit/s for people: `19.87 Mbit/s`.
 pub fn format_rate(bps: f64) -> String {
     if bps >= 1e9 {
@@ -86,5 +129,12 @@ mod tests {
         assert!(parse_duration("xms").is_err());
         assert_eq!(parse_percent("1%"), Ok(0.01));
         assert!(parse_percent("120%").is_err());
+        assert_eq!(parse_bytes("20GB"), Ok(20_000_000_000));
+        assert_eq!(parse_bytes("1.5GiB"), Ok(1_610_612_736));
+        assert_eq!(parse_bytes("1200B"), Ok(1200));
+        assert!(parse_bytes("20").is_err());
+        assert!(parse_bytes("0GB").is_err());
+        assert!(parse_bytes("99999999TB").is_err());
+        assert_eq!(format_bytes(1_234_000_000), "1.23 GB");
     }
 }

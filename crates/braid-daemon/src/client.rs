@@ -9,13 +9,16 @@ use crate::config::{ClientSettings, LinkKind};
 use crate::driver::{Driver, LinkMsg, Role, Wiring};
 use crate::error::Failure;
 use crate::frontend::{Frontend, UdpRegistry};
+use crate::linkpolicy::keeper::UsageKeeper;
+use crate::linkpolicy::steer::Steer;
+use crate::linkpolicy::table::SharedLinks;
+use crate::linkpolicy::Tier;
 use crate::netlink::{self, Interface};
 use crate::status::{self, StatusBoard};
 use crate::supervise::{TAKEOVER_WAIT, TAKEOVER_WAIT_MAX};
 use crate::udp::UdpLink;
 use braid_core::datagram::Datagram;
-use braid_core::wire::PathStatusKind;
-use braid_core::{ClientConfig, CloseReason, Event, Session, Timestamp};
+use braid_core::{ClientConfig, CloseReason, Event, PathId, Session, Timestamp};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -53,6 +56,9 @@ pub struct ClientHandle {
     pub app: mpsc::Sender<AppMsg>,
     /// Becomes true once a session is established (and false while reconnecting).
     pub connected: Arc<AtomicBool>,
+    /// Each link's policy and usage (live changes apply within one status refresh).
+    pub links: SharedLinks,
+    usage: UsageKeeper,
     supervisor: Option<JoinHandle<Result<(), Failure>>>,
     tasks: Vec<JoinHandle<()>>,
     stopping: watch::Sender<bool>,
@@ -87,6 +93,7 @@ impl ClientHandle {
             Err(_) => Ok(()),
         };
         self.stop();
+        self.usage.flush().await;
         r
     }
 
@@ -236,6 +243,12 @@ pub async fn start_client(settings: ClientSettings) -> Result<ClientHandle, Fail
     tracing::info!(links = %crate::linkpick::describe(&links), "links");
     let board = StatusBoard::new("client");
     let mut tasks = Vec::new();
+    let usage = UsageKeeper::open(
+        settings.link_policies.clone(),
+        &settings.usage_file,
+        &settings.secret.public_key(),
+    );
+    tasks.push(tokio::spawn(usage.clone().run()));
     let (app_tx, app_rx) = mpsc::channel(1024);
     let udp = UdpRegistry::default();
     let front = Frontend::new(
@@ -244,12 +257,13 @@ pub async fn start_client(settings: ClientSettings) -> Result<ClientHandle, Fail
         settings.socks_auth.clone(),
         settings.max_connections,
         settings.socks_timeout,
+        settings.classes.clone(),
     );
     let hold = crate::reorder::SharedHold::new(
         settings.tun.as_ref().map_or(crate::reorder::DEFAULT_CAP, |t| t.reorder_max),
     );
     let tun = match &settings.tun {
-        Some(t) => Some(Arc::new(crate::tun::start(t, app_tx.clone(), udp.clone(), hold.clone()).await?)),
+        Some(t) => Some(Arc::new(crate::tun::start(t, front.clone(), udp.clone(), hold.clone()).await?)),
         None => None,
     };
     let (counters, tun_status) = (front.clone(), tun.clone());
@@ -296,6 +310,7 @@ pub async fn start_client(settings: ClientSettings) -> Result<ClientHandle, Fail
         None => None,
     };
     let shared = Arc::new(Mutex::new(links));
+    attach_links(&board, usage.links(), shared.clone());
     let (links_tx, links_rx) = mpsc::channel(64);
     if needs_netlink {
         match netlink::watch() {
@@ -320,6 +335,7 @@ pub async fn start_client(settings: ClientSettings) -> Result<ClientHandle, Fail
         connected: connected.clone(),
         app_tx: app_tx.clone(),
         hold,
+        links: usage.links(),
     };
     let supervisor = tokio::spawn(sup.run(app_rx, links_rx));
     Ok(ClientHandle {
@@ -329,6 +345,8 @@ pub async fn start_client(settings: ClientSettings) -> Result<ClientHandle, Fail
         status_addr,
         app: app_tx,
         connected,
+        links: usage.links(),
+        usage,
         supervisor: Some(supervisor),
         tasks,
         stopping,
@@ -399,6 +417,24 @@ struct Supervisor {
     app_tx: mpsc::Sender<AppMsg>,
     /// The reorder hold of TUN flows, from the session's paths.
     hold: crate::reorder::SharedHold,
+    links: SharedLinks,
+}
+
+/// Shows the links in the status and takes `POST /link` changes.
+fn attach_links(board: &StatusBoard, links: SharedLinks, active: Arc<Mutex<Vec<ActiveLink>>>) {
+    let table = links.clone();
+    board.attach_links(
+        move || {
+            let names: Vec<String> =
+                active.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|l| l.label.clone()).collect();
+            table.lock().status(&names, &chrono::Local::now())
+        },
+        move |name, key, value| {
+            let p = links.lock().set(name, key, value)?;
+            tracing::info!(link = name, setting = key, value, tier = p.tier.name(), "link policy changed");
+            Ok(format!("{name}: {key} = {value}"))
+        },
+    );
 }
 
 /// The client's role: answers to UDP associations; streams opened by the server are refused.
@@ -410,6 +446,10 @@ struct ClientRole {
     /// This session was established.
     this_session: Arc<AtomicBool>,
     hold: crate::reorder::SharedHold,
+    /// Usage counting and link policy.
+    steer: Steer,
+    /// The links a path could be opened on.
+    active: Arc<Mutex<Vec<ActiveLink>>>,
 }
 
 impl Role for ClientRole {
@@ -443,6 +483,31 @@ impl Role for ClientRole {
     fn on_paths(&mut self, paths: &[braid_core::PathInfo]) {
         self.hold.update(paths);
     }
+
+    fn steer(
+        &mut self,
+        now: Timestamp,
+        session: &mut Session,
+        labels: &BTreeMap<PathId, String>,
+    ) -> Vec<LinkMsg> {
+        let active = self.active.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let names: Vec<String> = active.iter().map(|l| l.label.clone()).collect();
+        let changes = self.steer.run(now, session, labels, &names);
+        let mut msgs: Vec<LinkMsg> =
+            changes.close.into_iter().map(|local| LinkMsg::Remove { local }).collect();
+        if session.is_established() {
+            for name in changes.open {
+                if let Some(l) = active.iter().find(|l| l.label == name) {
+                    msgs.push(LinkMsg::Add {
+                        link: l.link.clone(),
+                        server: l.server,
+                        label: l.label.clone(),
+                    });
+                }
+            }
+        }
+        msgs
+    }
 }
 
 impl Supervisor {
@@ -461,17 +526,25 @@ impl Supervisor {
             if *self.stopping.borrow() {
                 return Ok(());
             }
-            let links = self.shared.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            let links: Vec<ActiveLink> = {
+                let now = chrono::Local::now();
+                let mut table = self.links.lock();
+                let all = self.shared.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                all.into_iter().filter(|l| table.effective(&l.label, &now).tier != Tier::Never).collect()
+            };
             if links.is_empty() {
-                self.board.set_note(Some("waiting for a usable link".into()));
+                self.board.set_note(Some("waiting for a usable link (none is up, or every one is set to never or stopped at its cap)".into()));
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 continue;
             }
             let start = first_link % links.len();
+            // The classes' settings travel in the session's policy: the server runs them too.
+            let mut session_cfg = self.settings.session.clone();
+            session_cfg.classes.extend(self.settings.classes.settings());
             let cfg = ClientConfig {
                 secret: self.settings.secret.clone(),
                 server_key: self.settings.server_key,
-                session: self.settings.session.clone(),
+                session: session_cfg,
             };
             let epoch = Instant::now();
             let stamp = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
@@ -494,6 +567,8 @@ impl Supervisor {
                 ever: ever.clone(),
                 this_session: this_session.clone(),
                 hold: self.hold.clone(),
+                steer: Steer::new(self.links.clone()),
+                active: self.shared.clone(),
             };
             let mut bound = vec![(0u8, l0.clone())];
             for (i, l) in links.iter().enumerate() {
@@ -501,9 +576,6 @@ impl Supervisor {
                     continue;
                 }
                 if let Ok(id) = session.add_path(Timestamp::ZERO, Some(l.link.local), l.server) {
-                    if l.backup {
-                        let _ = session.set_path_status(id, PathStatusKind::Backup);
-                    }
                     bound.push((id, l.clone()));
                 }
             }

@@ -3,9 +3,11 @@
 //!
 //! See `examples/server.toml` and `examples/client.toml` in the repository for every key.
 
+use crate::classes::{ClassSection, Classifier};
 use crate::egress::EgressPolicy;
 use crate::error::Failure;
 use crate::keyfile;
+use crate::linkpolicy::{CapAction, CapPeriod, LinkPolicy, Tier};
 use braid_core::cc::Algorithm;
 use braid_core::crypto::aead::Cipher;
 use braid_core::scheduler::Kind;
@@ -13,9 +15,11 @@ use braid_core::units::parse_duration;
 use braid_core::{AckPath, PublicKey, SessionConfig, StaticSecret};
 use serde::de::{self, Deserializer};
 use serde::Deserialize;
+use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A value parsed with `FromStr` while deserializing, so that errors carry the file position.
@@ -177,10 +181,65 @@ pub struct ServerFile {
     session: SessionSection,
 }
 
+/// `[links.NAME]` of the client file: one link's policy (see [`LinkPolicy::set`]).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSection {
+    tier: Option<Parsed<Tier>>,
+    weight: Option<u32>,
+    max_rate: Option<String>,
+    cap: Option<String>,
+    cap_period: Option<Parsed<CapPeriod>>,
+    cap_reset_day: Option<u32>,
+    cap_reset_hour: Option<u32>,
+    cap_action: Option<Parsed<CapAction>>,
+}
+
+impl LinkSection {
+    /// The policy, on top of `base` (which `backup = [...]` may have set).
+    fn policy(&self, mut base: LinkPolicy) -> Result<LinkPolicy, String> {
+        if let Some(t) = &self.tier {
+            base.tier = t.0;
+        }
+        let texts = [
+            ("weight", self.weight.map(|w| w.to_string())),
+            ("max_rate", self.max_rate.clone()),
+            ("cap", self.cap.clone()),
+            ("cap_period", self.cap_period.as_ref().map(|p| p.0.name().to_string())),
+            ("cap_reset_day", self.cap_reset_day.map(|d| d.to_string())),
+            ("cap_reset_hour", self.cap_reset_hour.map(|h| h.to_string())),
+            ("cap_action", self.cap_action.as_ref().map(|a| a.0.to_string())),
+        ];
+        for (k, v) in texts {
+            if let Some(v) = v {
+                base.set(k, &v)?;
+            }
+        }
+        Ok(base)
+    }
+}
+
+/// Where link usage is kept.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum UsageFile {
+    /// The default place ([`crate::linkpolicy::store::default_path`]).
+    #[default]
+    Default,
+    /// This file.
+    At(PathBuf),
+    /// Counted in memory only (`usage_file = "none"`).
+    Off,
+}
+
 /// The client file.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClientFile {
+    #[serde(default)]
+    links: BTreeMap<String, LinkSection>,
+    #[serde(default)]
+    class: Vec<ClassSection>,
+    usage_file: Option<PathBuf>,
     server: Option<String>,
     server_key: Option<Parsed<PublicKey>>,
     key: Option<PathBuf>,
@@ -313,6 +372,12 @@ pub struct ClientSettings {
     pub secret: StaticSecret,
     /// Links, one path each.
     pub links: Vec<LinkConfig>,
+    /// Each link's tier, weight, rate and data cap, by link name (interface or address).
+    pub link_policies: BTreeMap<String, LinkPolicy>,
+    /// Where link usage is kept.
+    pub usage_file: UsageFile,
+    /// Traffic classes and the rules that choose them.
+    pub classes: Arc<Classifier>,
     /// SOCKS5 listen address.
     pub socks: Option<SocketAddr>,
     /// SOCKS5 username and password, if required.
@@ -564,6 +629,22 @@ impl ClientSettings {
         if links.is_empty() {
             links.push(LinkConfig { kind: LinkKind::Auto, server: None, backup: false });
         }
+        let mut link_policies = BTreeMap::new();
+        for b in &backups {
+            let name = b.split('@').next().unwrap_or(b).to_string();
+            link_policies.insert(name, LinkPolicy { tier: Tier::Backup, ..LinkPolicy::default() });
+        }
+        for (name, section) in &f.links {
+            let base = link_policies.get(name).copied().unwrap_or_default();
+            let p = section.policy(base).map_err(|e| Failure::Config(format!("links.{name}: {e}")))?;
+            link_policies.insert(name.clone(), p);
+        }
+        let classes = Classifier::from_sections(&f.class).map_err(Failure::Config)?;
+        let usage_file = match f.usage_file {
+            None => UsageFile::Default,
+            Some(p) if p.as_os_str() == "none" => UsageFile::Off,
+            Some(p) => UsageFile::At(p),
+        };
         let mut forwards = Vec::new();
         for fw in f.forward.iter().chain(&flags.forwards) {
             forwards.push(fw.parse().map_err(Failure::Config)?);
@@ -585,6 +666,9 @@ impl ClientSettings {
             server_key,
             secret,
             links,
+            link_policies,
+            usage_file,
+            classes: Arc::new(classes),
             socks: flags.socks.or(f.socks.map(|p| p.0)),
             socks_auth,
             forwards,
@@ -656,6 +740,38 @@ mod tests {
         let s = ServerSettings::load(None, flags).unwrap();
         let text = public.to_string();
         assert_eq!(s.clients[0].name, format!("{}…", &text[..8]));
+    }
+
+    #[test]
+    fn link_policies_come_from_the_file_and_backup() {
+        let key = write("c.key", &format!("{}\n", keyfile::generate().to_base64()));
+        let text = format!(
+            "server = \"h:1\"\nserver_key = \"{}\"\nkey = \"{}\"\nlink = [\"eth0\", \"wwan0\"]\nbackup = [\"eth0\"]\n\
+             [links.wwan0]\ntier = \"secondary\"\nweight = 2\nmax_rate = \"8mbit\"\ncap = \"20GB\"\n\
+             cap_period = \"weekly\"\ncap_reset_day = 1\ncap_action = \"throttle:1mbit\"\n",
+            keyfile::generate().public_key(),
+            key.display()
+        );
+        let p = write("links.toml", &text);
+        let s = ClientSettings::load(Some(&p), ClientFlags::default()).unwrap();
+        assert_eq!(s.link_policies["eth0"].tier, Tier::Backup);
+        let w = s.link_policies["wwan0"];
+        assert_eq!((w.tier, w.weight, w.max_rate), (Tier::Secondary, Some(2), Some(1_000_000)));
+        assert_eq!(w.cap.unwrap().action, CapAction::Throttle(125_000));
+        assert_eq!(s.usage_file, UsageFile::Default);
+        let bad = write("links2.toml", &text.replace("cap_reset_day = 1", "cap_reset_day = 9"));
+        let m = ClientSettings::load(Some(&bad), ClientFlags::default()).unwrap_err().to_string();
+        assert!(m.contains("links.wwan0: cap_reset_day 9 is outside 1..=7"), "{m}");
+        let bad = write("links3.toml", &text.replace("tier = \"secondary\"", "tier = \"sometimes\""));
+        let m = ClientSettings::load(Some(&bad), ClientFlags::default()).unwrap_err().to_string();
+        assert!(m.contains("links3.toml:") && m.contains("unknown tier"), "{m}");
+        let flags = ClientFlags {
+            sets: vec!["links.eth0.tier=never".into(), "usage_file=none".into()],
+            ..Default::default()
+        };
+        let s = ClientSettings::load(Some(&p), flags).unwrap();
+        assert_eq!(s.link_policies["eth0"].tier, Tier::Never);
+        assert_eq!(s.usage_file, UsageFile::Off);
     }
 
     #[test]

@@ -42,6 +42,17 @@ pub trait Role: Send + 'static {
     /// The paths as measured now (every status refresh): TUN flows size their reorder window
     /// from them.
     fn on_paths(&mut self, _paths: &[PathInfo]) {}
+    /// When the session starts, every status refresh, after paths came or went, and as the
+    /// session ends: the role may count what the paths carried and change them (the client's
+    /// link policy). Returns paths to open or close.
+    fn steer(
+        &mut self,
+        _now: Timestamp,
+        _session: &mut Session,
+        _labels: &BTreeMap<PathId, String>,
+    ) -> Vec<LinkMsg> {
+        Vec::new()
+    }
 }
 
 /// Requests that change the driver's sockets (client link hot-plug).
@@ -163,6 +174,7 @@ impl<R: Role> Driver<R> {
         let mut requests: Vec<AppMsg> = Vec::new();
         let mut link_msgs: Vec<LinkMsg> = Vec::new();
         let mut switch_to = self.scheduler_rx.as_mut().and_then(|rx| *rx.borrow_and_update());
+        self.steer(self.now());
         loop {
             if let Some(kind) = switch_to.take() {
                 tracing::info!(session = %session_label(&self.session), scheduler = kind.name(), "scheduler switched");
@@ -198,8 +210,11 @@ impl<R: Role> Driver<R> {
                     link_msgs.push(m);
                 }
             }
-            for m in link_msgs.drain(..) {
-                self.on_link(now, m);
+            if !link_msgs.is_empty() {
+                for m in link_msgs.drain(..) {
+                    self.on_link(now, m);
+                }
+                self.steer(now);
             }
             // 4. Events, and streams waiting for budget.
             let mut closed = None;
@@ -215,6 +230,7 @@ impl<R: Role> Driver<R> {
             let more = self.transmit(now, &mut scratch).await;
             if status_at.elapsed() >= STATUS_EVERY {
                 status_at = Instant::now();
+                self.steer(now);
                 self.publish();
                 let paths: Vec<PathInfo> =
                     self.session.path_ids().into_iter().filter_map(|id| self.session.path_info(id)).collect();
@@ -223,6 +239,7 @@ impl<R: Role> Driver<R> {
             if let Some(reason) =
                 closed.or_else(|| self.session.close_reason().filter(|_| self.session.is_closed()).cloned())
             {
+                self.steer(now);
                 self.publish();
                 self.end_streams();
                 return (reason, self.app_rx, self.links_rx);
@@ -337,6 +354,13 @@ impl<R: Role> Driver<R> {
                     }
                 }
             }
+        }
+    }
+
+    /// Lets the role count and change the paths (see [`Role::steer`]).
+    fn steer(&mut self, now: Timestamp) {
+        for m in self.role.steer(now, &mut self.session, &self.labels) {
+            self.on_link(now, m);
         }
     }
 

@@ -8,6 +8,7 @@
 
 pub mod appproto;
 pub mod bridge;
+pub mod classes;
 pub mod client;
 pub mod config;
 pub mod control;
@@ -17,6 +18,7 @@ pub mod error;
 pub mod frontend;
 pub mod keyfile;
 pub mod linkpick;
+pub mod linkpolicy;
 pub mod metrics;
 pub mod netlink;
 pub mod ratelog;

@@ -13,11 +13,51 @@ use crate::status::{PathStatus, Status};
 use std::fmt::Write;
 
 /// Every state a path can be in, as the status names them.
-pub const PATH_STATES: [&str; 6] = ["probing", "active", "standby", "backup", "suspect", "down"];
+pub const PATH_STATES: [&str; 7] = ["probing", "active", "secondary", "standby", "backup", "suspect", "down"];
 
 /// `peer="…",link="…"`: what identifies a path's series across reconnects.
 fn path_labels(peer: &str, p: &PathStatus) -> String {
     format!("peer=\"{}\",link=\"{}\"", escape(peer), escape(p.link.as_deref().unwrap_or(&p.remote)))
+}
+
+/// The client's links: usage in the current period by direction, the data cap and whether
+/// it is reached.
+fn links(o: &mut String, st: &Status) {
+    if st.links.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "# HELP braid_link_bytes Bytes a link carried in its current period (IP packets; starts afresh when the cap's period does).\n# TYPE braid_link_bytes gauge");
+    for l in &st.links {
+        let name = escape(&l.name);
+        let _ = writeln!(o, "braid_link_bytes{{link=\"{name}\",direction=\"sent\"}} {}", l.usage.sent_bytes);
+        let _ = writeln!(
+            o,
+            "braid_link_bytes{{link=\"{name}\",direction=\"received\"}} {}",
+            l.usage.received_bytes
+        );
+    }
+    let _ = writeln!(
+        o,
+        "# HELP braid_link_cap_bytes A link's data cap per period.\n# TYPE braid_link_cap_bytes gauge"
+    );
+    for l in &st.links {
+        if let Some(c) = &l.cap {
+            let _ = writeln!(
+                o,
+                "braid_link_cap_bytes{{link=\"{}\",period=\"{}\"}} {}",
+                escape(&l.name),
+                c.period,
+                c.bytes
+            );
+        }
+    }
+    let _ = writeln!(o, "# HELP braid_link_cap_reached 1 while a link's cap is reached and its action is in force.\n# TYPE braid_link_cap_reached gauge");
+    for l in &st.links {
+        if let Some(c) = &l.cap {
+            let _ =
+                writeln!(o, "braid_link_cap_reached{{link=\"{}\"}} {}", escape(&l.name), u8::from(c.reached));
+        }
+    }
 }
 
 /// A label value with `\`, `"` and newlines escaped (the exposition format's rules).
@@ -141,6 +181,7 @@ pub fn prometheus(st: &Status) -> String {
         }
         let _ = writeln!(o, "# HELP braid_frontend_accept_errors_total Failed accepts.\n# TYPE braid_frontend_accept_errors_total counter\nbraid_frontend_accept_errors_total {}", f.accept_errors);
     }
+    links(&mut o, st);
     o
 }
 

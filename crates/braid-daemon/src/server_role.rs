@@ -9,7 +9,7 @@
 //! limit is answered `Limit`, and `max_udp = 0` answers every UDP_OPEN `Denied`. (The
 //! session's own `max_streams` caps the streams the core lets the client open at all.)
 
-use crate::appproto::{decode_request, decode_udp, encode_reply, Request, Status, Target, CLASS_UDP};
+use crate::appproto::{decode_request, decode_udp, encode_reply, Request, Status, Target};
 use crate::bridge::{AppMsg, StreamEnds, StreamReader, StreamWriter};
 use crate::config::ClientPolicy;
 use crate::driver::Role;
@@ -79,11 +79,10 @@ impl Role for ServerRole {
     }
 
     fn on_datagram(&mut self, d: Datagram) {
-        if d.class != CLASS_UDP {
-            return;
-        }
+        // Every datagram is a UDP payload of an association; its class is the client's choice
+        // (the association answers in it).
         let Ok((assoc, target, payload)) = decode_udp(&d.data) else { return };
-        self.udp.deliver(assoc, target, payload);
+        self.udp.deliver(assoc, d.class, target, payload);
     }
 
     fn on_paths(&mut self, paths: &[braid_core::PathInfo]) {

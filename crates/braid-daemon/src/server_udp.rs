@@ -27,7 +27,10 @@ use tokio::sync::mpsc;
 const QUEUE: usize = 256;
 
 /// Where each open association's datagrams go: its task.
-type Map = Arc<Mutex<HashMap<u32, mpsc::Sender<(Target, Bytes)>>>>;
+type Map = Arc<Mutex<HashMap<u32, mpsc::Sender<FromClient>>>>;
+
+/// A datagram from the client: its class, destination and payload.
+type FromClient = (u8, Target, Bytes);
 
 static UNKNOWN: RateLimited = RateLimited::new(Duration::from_secs(10));
 static REFUSED: RateLimited = RateLimited::new(Duration::from_secs(10));
@@ -84,11 +87,11 @@ impl Associations {
 
     /// Hands a datagram from the client to its association; drops it when the association is
     /// not open (never opened, or closed already) or its queue is full.
-    pub fn deliver(&self, id: u32, target: Target, payload: Bytes) {
+    pub fn deliver(&self, id: u32, class: u8, target: Target, payload: Bytes) {
         let map = self.map.lock().unwrap_or_else(|e| e.into_inner());
         match map.get(&id) {
             Some(tx) => {
-                let _ = tx.try_send((target, payload));
+                let _ = tx.try_send((class, target, payload));
             }
             None => {
                 if let Some(left_out) = UNKNOWN.hit() {
@@ -99,7 +102,7 @@ impl Associations {
     }
 
     /// Registers association `id`, or says why not.
-    fn register(&self, id: u32) -> Result<(Registered, mpsc::Receiver<(Target, Bytes)>), Status> {
+    fn register(&self, id: u32) -> Result<(Registered, mpsc::Receiver<FromClient>), Status> {
         let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
         if self.max == 0 {
             return Err(Status::Denied);
@@ -203,7 +206,7 @@ fn ping_socket(any: IpAddr) -> std::io::Result<UdpSocket> {
 async fn relay(
     ends: &Ends<'_>,
     sock: UdpSocket,
-    mut rx: mpsc::Receiver<(Target, Bytes)>,
+    mut rx: mpsc::Receiver<FromClient>,
     reader: &mut StreamReader,
 ) -> bool {
     let id = ends.id;
@@ -213,6 +216,9 @@ async fn relay(
     let mut window: Reorder<(Target, Bytes)> = Reorder::default();
     let mut ready: Vec<(Target, Bytes)> = Vec::new();
     let mut answer_seq: u32 = 0;
+    // Answers go in the class of the client's latest datagram (a call's answers are as
+    // urgent as the call).
+    let mut class = CLASS_UDP;
     loop {
         let due = window.next_deadline().map(tokio::time::Instant::from_std);
         let timer = async {
@@ -233,7 +239,8 @@ async fn relay(
                 Some(Inbound::Reset(_)) | None => return false,
             },
             m = rx.recv() => {
-                let Some((target, payload)) = m else { return false };
+                let Some((c, target, payload)) = m else { return false };
+                class = c;
                 if ends.kind == AssocKind::Ordered {
                     let Some((seq, data)) = split_seq(&payload) else { continue };
                     window.push(std::time::Instant::now(), seq, (target, data), ends.hold.get(), &mut ready);
@@ -271,7 +278,7 @@ async fn relay(
                     }
                     _ => encode_udp(id, &source, &buf[..n]),
                 };
-                let _ = ends.app.try_send(AppMsg::Datagram(CLASS_UDP, d));
+                let _ = ends.app.try_send(AppMsg::Datagram(class, d));
             }
         }
     }

@@ -4,6 +4,7 @@
 //! request passes [`crate::control`]'s guard first: changes need the daemon's token.
 
 use crate::frontend::FrontendStatus;
+pub use crate::linkpolicy::table::LinkStatus;
 pub use crate::metrics::prometheus;
 use crate::rates::{Counters, RateMemory};
 use axum::extract::State;
@@ -87,6 +88,15 @@ pub struct SessionStatus {
     pub established: bool,
     /// Scheduler.
     pub scheduler: String,
+    /// The scheduler of client-to-server traffic (uploads): the client's own; on the server,
+    /// the one the client asked for (empty before its policy arrived).
+    #[serde(default)]
+    pub scheduler_up: String,
+    /// The scheduler of server-to-client traffic (downloads): on the server, the one it runs
+    /// for this session (the client's choice once its policy arrived); on the client, the one
+    /// it asked the server for.
+    #[serde(default)]
+    pub scheduler_down: String,
     /// The packet AEAD agreed in the handshake (empty before it).
     #[serde(default)]
     pub cipher: String,
@@ -132,10 +142,17 @@ pub struct Status {
     /// The client's front ends (SOCKS5, forwards): connections, refusals, UDP associations.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub frontend: Option<FrontendStatus>,
+    /// The client's links: tier, weight, rate cap, usage in the current period, data cap.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<LinkStatus>,
 }
 
 /// Reads the front ends' counters when a snapshot is taken.
 type FrontendSource = Arc<dyn Fn() -> FrontendStatus + Send + Sync>;
+/// Reads the client's links when a snapshot is taken.
+type LinksSource = Arc<dyn Fn() -> Vec<LinkStatus> + Send + Sync>;
+/// Changes one link setting (`POST /link`): link name, key, value; says what it did.
+type LinkControl = Arc<dyn Fn(&str, &str, &str) -> Result<String, String> + Send + Sync>;
 
 /// Shared status, written by drivers, read by the HTTP server.
 #[derive(Clone)]
@@ -146,6 +163,8 @@ pub struct StatusBoard {
     scheduler: Arc<watch::Sender<Option<Kind>>>,
     /// The client's front ends, once attached.
     frontend: Arc<OnceLock<FrontendSource>>,
+    /// The client's links, once attached.
+    links: Arc<OnceLock<(LinksSource, LinkControl)>>,
 }
 
 impl StatusBoard {
@@ -158,6 +177,24 @@ impl StatusBoard {
             started: Instant::now(),
             scheduler: Arc::new(watch::Sender::new(None)),
             frontend: Arc::default(),
+            links: Arc::default(),
+        }
+    }
+
+    /// Publishes the client's links (read at each snapshot) and takes `POST /link` changes.
+    pub fn attach_links(
+        &self,
+        source: impl Fn() -> Vec<LinkStatus> + Send + Sync + 'static,
+        control: impl Fn(&str, &str, &str) -> Result<String, String> + Send + Sync + 'static,
+    ) {
+        let _ = self.links.set((Arc::new(source), Arc::new(control)));
+    }
+
+    /// Changes one setting of link `name` (`tier=backup`, `cap=20GB`, …).
+    pub fn set_link(&self, name: &str, key: &str, value: &str) -> Result<String, String> {
+        match self.links.get() {
+            Some((_, control)) => control(name, key, value),
+            None => Err("this daemon has no links to set (only a client has)".into()),
         }
     }
 
@@ -215,6 +252,7 @@ impl StatusBoard {
         let mut s = self.inner.read().unwrap_or_else(|e| e.into_inner()).clone();
         s.uptime_s = self.started.elapsed().as_secs_f64();
         s.frontend = self.frontend.get().map(|f| f());
+        s.links = self.links.get().map(|(l, _)| l()).unwrap_or_default();
         s
     }
 }
@@ -244,6 +282,7 @@ pub fn session_status(
                 (braid_core::PathState::Closed, _) => "down",
                 (_, braid_core::wire::PathStatusKind::Standby) => "standby",
                 (_, braid_core::wire::PathStatusKind::Backup) => "backup",
+                (_, braid_core::wire::PathStatusKind::Secondary) => "secondary",
                 _ => "active",
             };
             PathStatus {
@@ -278,6 +317,11 @@ pub fn session_status(
         peer,
         established: s.is_established(),
         scheduler: s.scheduler_name().into(),
+        scheduler_up: match s.side() {
+            braid_core::Side::Client => s.scheduler_name().into(),
+            braid_core::Side::Server => s.peer_scheduler().map_or(String::new(), |k| k.name().to_string()),
+        },
+        scheduler_down: s.scheduler_name().into(),
         cipher: s.cipher().map_or("", |c| c.name()).into(),
         key_phase: s.key_phase(),
         streams: s.stream_count(),
@@ -313,6 +357,29 @@ async fn set_scheduler(State(b): State<StatusBoard>, body: String) -> (StatusCod
     }
 }
 
+/// `POST /link`: the body is `NAME KEY=VALUE [KEY=VALUE…]` (`wwan0 tier=backup cap=20GB`);
+/// each change applies at once and the session's server is told.
+async fn set_link(State(b): State<StatusBoard>, body: String) -> (StatusCode, String) {
+    let mut words = body.split_whitespace();
+    let Some(name) = words.next() else {
+        return (StatusCode::BAD_REQUEST, "expected: NAME KEY=VALUE [KEY=VALUE...]\n".into());
+    };
+    let mut out = String::new();
+    for w in words {
+        let Some((k, v)) = w.split_once('=') else {
+            return (StatusCode::BAD_REQUEST, format!("'{w}' is not KEY=VALUE\n"));
+        };
+        match b.set_link(name, k, v) {
+            Ok(line) => out.push_str(&format!("{line}\n")),
+            Err(e) => return (StatusCode::BAD_REQUEST, format!("{out}{e}\n")),
+        }
+    }
+    if out.is_empty() {
+        return (StatusCode::BAD_REQUEST, format!("no change given for link {name}: add KEY=VALUE\n"));
+    }
+    (StatusCode::OK, out)
+}
+
 /// Serves the status API on `addr` until the task is dropped; returns the bound address. The
 /// control token goes to `token_file` (default: [`crate::control::default_token_path`] of the
 /// bound address); the task owns the file and removes it when it is dropped.
@@ -337,6 +404,7 @@ pub async fn serve(
             }),
         )
         .route("/scheduler", post(set_scheduler))
+        .route("/link", post(set_link))
         .route("/", get(|| async { Html(PAGE) }))
         .layer(axum::middleware::from_fn_with_state(access, crate::control::guard))
         .with_state(board);

@@ -5,14 +5,17 @@
 use crate::relay::{Relay, RelayHandle};
 use braid_core::scheduler::Kind;
 use braid_core::{SessionConfig, StaticSecret};
-use braid_daemon::config::{ClientPolicy, Forward, LinkConfig, LinkKind};
+use braid_daemon::classes::Classifier;
+use braid_daemon::config::{ClientPolicy, Forward, LinkConfig, LinkKind, UsageFile};
 use braid_daemon::egress::EgressPolicy;
+use braid_daemon::linkpolicy::LinkPolicy;
 use braid_daemon::{
     start_client, start_server, ClientHandle, ClientSettings, Failure, ServerHandle, ServerSettings,
 };
 use braid_sim::LinkSpec;
 use fast_socks5::client::{Config, Socks5Stream};
 use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -46,6 +49,12 @@ pub struct TestbedConfig {
     /// The loopback address the session runs on: server, relays and links (127.0.0.1 or ::1).
     /// Front ends and the payload source stay on 127.0.0.1.
     pub loopback: IpAddr,
+    /// Link policies by link label (`127.0.0.1@127.0.0.1:PORT` for relay links).
+    pub link_policies: BTreeMap<String, LinkPolicy>,
+    /// Where the client keeps link usage (default: in memory only).
+    pub usage_file: UsageFile,
+    /// The client's traffic classes (default: the built-in ones).
+    pub classes: Arc<Classifier>,
 }
 
 impl TestbedConfig {
@@ -63,6 +72,9 @@ impl TestbedConfig {
             max_connections: braid_daemon::config::DEFAULT_MAX_CONNECTIONS,
             socks_timeout: braid_daemon::config::DEFAULT_SOCKS_TIMEOUT,
             loopback: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            link_policies: BTreeMap::new(),
+            usage_file: UsageFile::Off,
+            classes: Arc::default(),
         }
     }
 
@@ -135,6 +147,9 @@ pub fn client_settings(
                 backup: false,
             })
             .collect(),
+        link_policies: cfg.link_policies.clone(),
+        classes: cfg.classes.clone(),
+        usage_file: cfg.usage_file.clone(),
         socks: cfg.socks.then(|| "127.0.0.1:0".parse().expect("literal")),
         socks_auth: cfg.socks_auth.clone(),
         forwards: cfg

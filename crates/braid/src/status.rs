@@ -2,7 +2,7 @@
 //! `--scheduler` to switch it (a change: it sends the daemon's control token, read from the
 //! file the daemon wrote at start — see `braid_daemon::control`).
 
-use braid_core::units::format_rate;
+use braid_core::units::{format_bytes, format_rate};
 use braid_daemon::control;
 use braid_daemon::status::Status;
 use clap::Args;
@@ -29,6 +29,12 @@ pub struct StatusArgs {
     /// Switch the daemon's sessions to this scheduler, live (streams go on), then print.
     #[arg(long, value_name = "NAME")]
     scheduler: Option<String>,
+    /// Change a link's policy, live (a client): the link's name, then KEY=VALUE settings —
+    /// tier=primary|secondary|backup|never, weight=N|auto, max_rate=RATE|none, cap=SIZE|none,
+    /// cap_period=daily|weekly|monthly, cap_reset_day=N, cap_reset_hour=H,
+    /// cap_action=demote|stop|throttle:RATE. Example: --link wwan0 tier=backup cap=20GB
+    #[arg(long, num_args = 2.., value_name = "NAME KEY=VALUE")]
+    link: Vec<String>,
     /// The daemon's control token file (its status_token_file; default: found from --addr).
     #[arg(long, value_name = "FILE")]
     token_file: Option<PathBuf>,
@@ -83,10 +89,25 @@ pub fn switch_scheduler(
     name: &str,
     token_file: Option<&Path>,
 ) -> Result<String, (u8, String)> {
+    post(addr, "/scheduler", name, token_file)
+}
+
+/// Asks the client to change a link's policy: `words` is the link's name, then KEY=VALUE
+/// settings. Errors carry the exit code as for [`switch_scheduler`].
+pub fn set_link(
+    addr: SocketAddr,
+    words: &[String],
+    token_file: Option<&Path>,
+) -> Result<String, (u8, String)> {
+    post(addr, "/link", &words.join(" "), token_file)
+}
+
+/// One authenticated change: `POST path` with `body` and the daemon's control token.
+fn post(addr: SocketAddr, path: &str, body: &str, token_file: Option<&Path>) -> Result<String, (u8, String)> {
     let token = find_token(addr, token_file).map_err(|e| (1, e))?;
     let request = format!(
-        "POST /scheduler HTTP/1.0\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{name}",
-        name.len()
+        "POST {path} HTTP/1.0\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
     );
     match exchange(addr, &request).map_err(|e| (1, e))? {
         (200, body) => Ok(body.trim().to_string()),
@@ -147,9 +168,10 @@ pub fn table(st: &Status) -> String {
         o += &format!("{n}\n");
     }
     for s in &st.sessions {
+        let up = if s.scheduler_up.is_empty() { "?" } else { &s.scheduler_up };
         o += &format!(
-            "session {} — {} — scheduler {} — {} (key phase {}) — {} streams\n",
-            s.id, s.peer, s.scheduler, s.cipher, s.key_phase, s.streams
+            "session {} — {} — scheduler up {} / down {} — {} (key phase {}) — {} streams\n",
+            s.id, s.peer, up, s.scheduler_down, s.cipher, s.key_phase, s.streams
         );
         o += &format!(
             "  {:<4} {:<22} {:<8} {:>9} {:>14} {:>14} {:>14} {:>7} {:>7} {:>5}\n",
@@ -174,6 +196,39 @@ pub fn table(st: &Status) -> String {
     if st.sessions.is_empty() {
         o += "no session\n";
     }
+    if !st.links.is_empty() {
+        o += &format!(
+            "  {:<22} {:<10} {:>6} {:>14} {:>11} {:>11}  {}\n",
+            "link", "tier", "weight", "max rate", "sent", "received", "cap"
+        );
+        for l in &st.links {
+            let tier = if l.tier == l.configured_tier { l.tier.clone() } else { format!("{}*", l.tier) };
+            let cap = match &l.cap {
+                Some(c) => format!(
+                    "{} of {} {}{}",
+                    format_bytes(l.usage.sent_bytes + l.usage.received_bytes),
+                    format_bytes(c.bytes),
+                    c.period,
+                    if c.reached {
+                        format!(" — reached: {}", c.action)
+                    } else {
+                        format!(", then {}", c.action)
+                    }
+                ),
+                None => "-".into(),
+            };
+            o += &format!(
+                "  {:<22} {:<10} {:>6} {:>14} {:>11} {:>11}  {}\n",
+                l.name,
+                tier,
+                l.weight.map_or("auto".into(), |w| w.to_string()),
+                l.max_rate_bps.map_or("-".into(), format_rate),
+                format_bytes(l.usage.sent_bytes),
+                format_bytes(l.usage.received_bytes),
+                cap
+            );
+        }
+    }
     o
 }
 
@@ -181,6 +236,15 @@ pub fn table(st: &Status) -> String {
 pub fn run(args: StatusArgs) -> ExitCode {
     if let Some(name) = &args.scheduler {
         match switch_scheduler(args.addr, name, args.token_file.as_deref()) {
+            Ok(msg) => eprintln!("braid status: {msg}"),
+            Err((code, e)) => {
+                eprintln!("braid status: {e}");
+                return ExitCode::from(code);
+            }
+        }
+    }
+    if !args.link.is_empty() {
+        match set_link(args.addr, &args.link, args.token_file.as_deref()) {
             Ok(msg) => eprintln!("braid status: {msg}"),
             Err((code, e)) => {
                 eprintln!("braid status: {e}");

@@ -314,3 +314,36 @@ fn sigterm_closes_the_session_and_exits_0() {
     sigterm(&server);
     assert!(exit_within(&mut server, Duration::from_secs(5)).success());
 }
+
+/// Link usage is written every second and read back at start: a client killed with SIGKILL
+/// and started again shows what it had counted (issue 11: usage survives crashes).
+#[test]
+fn link_usage_survives_kill_9() {
+    let finite = source(Some(FINITE));
+    let mut s = Setup::new("usage");
+    s.start_server();
+    let client_status: SocketAddr = format!("127.0.0.1:{}", free_tcp()).parse().unwrap();
+    let usage_file = s.dir.join("usage.redb");
+    let sets = [format!("status=\"{client_status}\""), format!("usage_file=\"{}\"", usage_file.display())];
+    let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+    let fwd = s.start_client(&[finite], &sets);
+    assert_eq!(download(fwd[0], Duration::from_secs(10)).unwrap(), FINITE);
+    let received = |st: &serde_json::Value| st["links"][0]["usage"]["received_bytes"].as_u64().unwrap_or(0);
+    wait_for(Duration::from_secs(5), || {
+        status(client_status).is_some_and(|st| received(&st) >= FINITE as u64)
+    });
+    // Past one write interval, with nothing but keepalives moving.
+    std::thread::sleep(Duration::from_millis(1500));
+    let before = received(&status(client_status).unwrap());
+    let mut client = s.client.take().unwrap();
+    client.kill().unwrap();
+    client.wait().unwrap();
+    s.start_client(&[], &sets);
+    wait_for(Duration::from_secs(5), || status(client_status).is_some());
+    let st = status(client_status).unwrap();
+    let after = received(&st);
+    eprintln!("received on the link: {before} B before SIGKILL, {after} B after the restart");
+    assert_eq!(st["links"][0]["name"], "127.0.0.1", "{st}");
+    // At most the last second's keepalives (a few hundred bytes) may be lost.
+    assert!(after + 2_000 >= before && after >= FINITE as u64, "{before} B counted before, {after} B after");
+}

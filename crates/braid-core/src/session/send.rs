@@ -319,12 +319,13 @@ impl Session {
         if own.state == PathState::Active && own.last_sent.is_none_or(|t| now - t >= liveness(own)) {
             return (for_idx, true);
         }
-        // Offloading-ACK (seed 003): the fastest path that is known to be answering.
+        // Offloading-ACK (seed 003): the fastest path that is known to be answering, among
+        // those that carry data (a backup or metered path carries ACKs only when no other can).
         self.paths
             .iter()
             .enumerate()
             .filter(|(_, p)| p.state == PathState::Active)
-            .min_by_key(|(_, p)| (p.rtt.smoothed(), p.id))
+            .min_by_key(|(_, p)| (p.status() != PathStatusKind::Active, p.rtt.smoothed(), p.id))
             .map_or((for_idx, false), |(i, _)| (i, false))
     }
 

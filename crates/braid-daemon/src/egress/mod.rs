@@ -94,6 +94,11 @@ impl Rule {
         }
     }
 
+    /// Whether the rule covers `ip:port` (traffic-class rules use egress's rule syntax).
+    pub fn covers(&self, ip: IpAddr, port: u16) -> bool {
+        self.matches(ip, port)
+    }
+
     /// Whether the rule names one host (a /32 or /128).
     fn is_host(&self) -> bool {
         self.prefix == if self.net.is_ipv4() { 32 } else { 128 }

@@ -9,7 +9,7 @@
 use super::gate::accept;
 use super::udp::refused;
 use super::{connect, open_association, Frontend};
-use crate::appproto::{encode_udp, Target, CLASS_UDP};
+use crate::appproto::{encode_udp, Target};
 use crate::bridge::{AppMsg, Inbound};
 use crate::ratelog::RateLimited;
 use crate::splice::splice;
@@ -40,8 +40,10 @@ pub async fn serve_tcp(listener: TcpListener, target: Target, front: Frontend) {
         // Over the cap the connection is closed at once.
         let Some(ticket) = front.gate.admit() else { continue };
         let (app, target) = (front.app.clone(), target.clone());
+        let listen = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
+        let class = front.stream_class(&target, Some((&listen, &target.to_string())));
         tokio::spawn(async move {
-            match connect(&app, &target).await {
+            match connect(&app, &target, class).await {
                 Ok((ends, rest)) => {
                     let (reader, writer) = ends.split();
                     splice(conn, rest, reader, writer).await;
@@ -124,8 +126,10 @@ async fn source(
             m = datagrams.recv() => {
                 let Some(payload) = m else { break true };
                 last = Instant::now();
+                let listen = sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
+                let class = front.datagram_class(&target, payload.len(), Some((&listen, &target.to_string())));
                 let d = encode_udp(assoc.id, &target, &payload);
-                let _ = front.app.try_send(AppMsg::Datagram(CLASS_UDP, d));
+                let _ = front.app.try_send(AppMsg::Datagram(class, d));
             }
             Some((_, _, payload)) = answers.recv() => {
                 last = Instant::now();

@@ -15,12 +15,14 @@ mod udp;
 pub use gate::Gate;
 pub use udp::UdpRegistry;
 
-use crate::appproto::{encode_connect, encode_udp_open, Status, Target, CLASS_STREAM};
+use crate::appproto::{encode_connect, encode_udp_open, Status, Target};
 use crate::bridge::{AppMsg, StreamEnds, StreamReader, StreamWriter};
+use crate::classes::{Classifier, Flow, Protocol, DATAGRAMS};
 use crate::splice::read_reply;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::{TcpListener, UdpSocket};
 use tokio::sync::{mpsc, oneshot};
@@ -29,11 +31,12 @@ use tokio::sync::{mpsc, oneshot};
 /// admission gate and the SOCKS5 settings.
 #[derive(Clone)]
 pub struct Frontend {
-    app: mpsc::Sender<AppMsg>,
+    pub(crate) app: mpsc::Sender<AppMsg>,
     udp: UdpRegistry,
     gate: Gate,
     auth: Option<(String, String)>,
     socks_timeout: Duration,
+    classes: Arc<Classifier>,
 }
 
 /// The front ends' counters, as published in the status.
@@ -70,8 +73,41 @@ impl Frontend {
         auth: Option<(String, String)>,
         max_connections: usize,
         socks_timeout: Duration,
+        classes: Arc<Classifier>,
     ) -> Self {
-        Frontend { app, udp, gate: Gate::new(gate::connection_cap(max_connections)), auth, socks_timeout }
+        Frontend {
+            app,
+            udp,
+            gate: Gate::new(gate::connection_cap(max_connections)),
+            auth,
+            socks_timeout,
+            classes,
+        }
+    }
+
+    /// The class of a connection to `target` (through `forward`, as (listen, target) text).
+    pub fn stream_class(&self, target: &Target, forward: Option<(&str, &str)>) -> u8 {
+        self.classes.classify(&self.flow(Protocol::Tcp, target, None, forward))
+    }
+
+    /// The class of a datagram of `len` bytes to `target`.
+    pub fn datagram_class(&self, target: &Target, len: usize, forward: Option<(&str, &str)>) -> u8 {
+        self.classes.classify(&self.flow(Protocol::Udp, target, Some(len), forward))
+    }
+
+    fn flow<'a>(
+        &'a self,
+        protocol: Protocol,
+        target: &Target,
+        len: Option<usize>,
+        forward: Option<(&'a str, &'a str)>,
+    ) -> Flow<'a> {
+        let (ip, port) = match target {
+            Target::Addr(a) => (Some(a.ip()), a.port()),
+            Target::Name(_, p) => (None, *p),
+        };
+        let user = self.auth.as_ref().map(|(u, _)| u.as_str());
+        Flow { protocol: Some(protocol), ip, port, dscp: None, user, forward, len }
     }
 
     /// The counters now.
@@ -107,9 +143,9 @@ impl Frontend {
 }
 
 /// Opens a stream whose first bytes are `request` and waits for the server's answer.
-async fn open(app: &mpsc::Sender<AppMsg>, request: Bytes) -> Result<(StreamEnds, Bytes), Status> {
+async fn open(app: &mpsc::Sender<AppMsg>, request: Bytes, class: u8) -> Result<(StreamEnds, Bytes), Status> {
     let (reply, rx) = oneshot::channel();
-    let open = AppMsg::Open { class: CLASS_STREAM, request, reply };
+    let open = AppMsg::Open { class, request, reply };
     app.send(open).await.map_err(|_| Status::Unreachable)?;
     let ends = rx.await.map_err(|_| Status::Unreachable)?.map_err(|e| {
         tracing::debug!(error = %e, "stream not opened");
@@ -129,10 +165,14 @@ async fn open(app: &mpsc::Sender<AppMsg>, request: Bytes) -> Result<(StreamEnds,
 /// At most one log line a second about refused connections (a page may open dozens at once).
 static REFUSALS: crate::ratelog::RateLimited = crate::ratelog::RateLimited::new(Duration::from_secs(1));
 
-/// Opens a stream to `target` and waits for the server's answer. A refusal is logged with
+/// Opens a stream of class `class` to `target` and waits for the server's answer. A refusal is logged with
 /// what it means and, where the operator can change it, how.
-pub async fn connect(app: &mpsc::Sender<AppMsg>, target: &Target) -> Result<(StreamEnds, Bytes), Status> {
-    open(app, encode_connect(target)).await.inspect_err(|s| {
+pub async fn connect(
+    app: &mpsc::Sender<AppMsg>,
+    target: &Target,
+    class: u8,
+) -> Result<(StreamEnds, Bytes), Status> {
+    open(app, encode_connect(target), class).await.inspect_err(|s| {
         if let Some(left_out) = REFUSALS.hit() {
             tracing::info!(%target, reason = refusal(*s), left_out, "connection refused by the server");
         }
@@ -161,7 +201,9 @@ pub(crate) async fn open_association_as(
     request: &crate::appproto::Request,
     id: u32,
 ) -> Result<(StreamReader, StreamWriter), Status> {
-    open(app, crate::appproto::encode_association_open(request, id)).await.map(|(ends, _)| ends.split())
+    open(app, crate::appproto::encode_association_open(request, id), DATAGRAMS)
+        .await
+        .map(|(ends, _)| ends.split())
 }
 
 /// Opens UDP association `id` at the server: the stream that carries its life.
@@ -169,5 +211,5 @@ async fn open_association(
     app: &mpsc::Sender<AppMsg>,
     id: u32,
 ) -> Result<(StreamReader, StreamWriter), Status> {
-    open(app, encode_udp_open(id)).await.map(|(ends, _)| ends.split())
+    open(app, encode_udp_open(id), DATAGRAMS).await.map(|(ends, _)| ends.split())
 }

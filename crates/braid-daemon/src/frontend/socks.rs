@@ -79,14 +79,18 @@ async fn connection(
         return Ok(());
     }
     match cmd {
-        Socks5Command::TCPConnect => match connect(&front.app, &to_target(&target)).await {
-            Ok((ends, rest)) => {
-                let conn = proto.reply_success("0.0.0.0:0".parse().expect("literal")).await?;
-                let (reader, writer) = ends.split();
-                splice(conn, rest, reader, writer).await;
+        Socks5Command::TCPConnect => {
+            match connect(&front.app, &to_target(&target), front.stream_class(&to_target(&target), None))
+                .await
+            {
+                Ok((ends, rest)) => {
+                    let conn = proto.reply_success("0.0.0.0:0".parse().expect("literal")).await?;
+                    let (reader, writer) = ends.split();
+                    splice(conn, rest, reader, writer).await;
+                }
+                Err(status) => proto.reply_error(&socks_error(status)).await?,
             }
-            Err(status) => proto.reply_error(&socks_error(status)).await?,
-        },
+        }
         Socks5Command::UDPAssociate => {
             let ip = local_ip.unwrap_or_else(|| "127.0.0.1".parse().expect("literal"));
             super::udp::associate(proto, ip, peer.ip(), &front).await?;

@@ -10,7 +10,7 @@
 
 use super::socks::{socks_error, to_target};
 use super::{open_association, Frontend};
-use crate::appproto::{encode_udp, Target, CLASS_UDP};
+use crate::appproto::{encode_udp, Target};
 use crate::bridge::{AppMsg, Inbound};
 use crate::ratelog::RateLimited;
 use bytes::Bytes;
@@ -119,7 +119,7 @@ pub(super) async fn associate(
         }
     };
     let mut control = proto.reply_success(bound).await?;
-    match relay(&sock, &mut control, peer_ip, assoc.id, answers, reader, &front.app).await {
+    match relay(&sock, &mut control, peer_ip, assoc.id, answers, reader, front).await {
         Ended::ByApplication => {
             let _ = writer.finish().await;
         }
@@ -155,7 +155,7 @@ async fn relay(
     id: u32,
     mut answers: mpsc::Receiver<UdpAnswer>,
     mut reader: crate::bridge::StreamReader,
-    app: &mpsc::Sender<AppMsg>,
+    front: &Frontend,
 ) -> Ended {
     let mut peer: Option<SocketAddr> = None;
     let mut buf = vec![0u8; 65536];
@@ -187,8 +187,10 @@ async fn relay(
                 if frag != 0 {
                     continue; // fragmentation is not supported (RFC 1928 allows dropping)
                 }
-                let d = encode_udp(id, &to_target(&target), data);
-                let _ = app.try_send(AppMsg::Datagram(CLASS_UDP, d));
+                let target = to_target(&target);
+                let class = front.datagram_class(&target, data.len(), None);
+                let d = encode_udp(id, &target, data);
+                let _ = front.app.try_send(AppMsg::Datagram(class, d));
             }
             Some((_, source, payload)) = answers.recv() => {
                 let Some(p) = peer else { continue };

@@ -7,9 +7,9 @@
 
 use super::packet::{echo_reply_packet, udp_packet};
 use super::TunCounters;
-use crate::appproto::{encode_udp, Request, Target, CLASS_UDP};
+use crate::appproto::{encode_udp, Request, Target};
 use crate::bridge::{AppMsg, Inbound};
-use crate::frontend::{open_association_as, UdpRegistry};
+use crate::frontend::{open_association_as, Frontend, UdpRegistry};
 use crate::reorder::{Reorder, SharedHold};
 use crate::server_udp::split_seq;
 use bytes::{BufMut, Bytes, BytesMut};
@@ -37,8 +37,8 @@ const MAX_FLOWS: usize = 4096;
 /// What every flow task shares.
 #[derive(Clone)]
 pub struct FlowEnds {
-    /// The session's request channel.
-    pub app: mpsc::Sender<AppMsg>,
+    /// The session's request channel and traffic classes.
+    pub front: Frontend,
     /// Where the server's answers are routed.
     pub udp: UdpRegistry,
     /// The reorder window's hold time.
@@ -132,7 +132,7 @@ async fn flow(ends: FlowEnds, kind: Kind, mut datagrams: mpsc::Receiver<Bytes>) 
         Kind::Ping { dst, .. } => (Request::PingOpen(0), Target::Addr(SocketAddr::new(dst, 0)), PING_IDLE),
     };
     let (assoc, mut answers) = ends.udp.register();
-    let (mut reader, writer) = match open_association_as(&ends.app, &request, assoc.id).await {
+    let (mut reader, writer) = match open_association_as(&ends.front.app, &request, assoc.id).await {
         Ok(e) => e,
         Err(status) => {
             ends.counters.flows_refused.fetch_add(1, Ordering::Relaxed);
@@ -163,6 +163,7 @@ async fn flow(ends: FlowEnds, kind: Kind, mut datagrams: mpsc::Receiver<Bytes>) 
         tokio::select! {
             m = datagrams.recv() => {
                 let Some(payload) = m else { break true };
+                let class = ends.front.datagram_class(&target, payload.len(), None);
                 last = Instant::now();
                 let body = match kind {
                     Kind::Udp { .. } => {
@@ -175,7 +176,7 @@ async fn flow(ends: FlowEnds, kind: Kind, mut datagrams: mpsc::Receiver<Bytes>) 
                     Kind::Ping { .. } => payload,
                 };
                 let d = encode_udp(assoc.id, &target, &body);
-                if ends.app.try_send(AppMsg::Datagram(CLASS_UDP, d)).is_err() {
+                if ends.front.app.try_send(AppMsg::Datagram(class, d)).is_err() {
                     ends.counters.dropped_queue.fetch_add(1, Ordering::Relaxed);
                 }
             }

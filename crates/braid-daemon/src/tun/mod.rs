@@ -20,7 +20,6 @@ pub mod packet;
 pub mod system;
 pub mod tcp;
 
-use crate::bridge::AppMsg;
 use crate::error::Failure;
 use crate::frontend::UdpRegistry;
 use crate::reorder::SharedHold;
@@ -281,7 +280,7 @@ pub fn undo_leftovers(state_file: &std::path::Path) -> Result<Option<String>, Fa
 /// `app`. `udp` routes the server's answers to flows; `hold` is the session's reorder hold.
 pub async fn start(
     settings: &TunSettings,
-    app: mpsc::Sender<AppMsg>,
+    front: crate::frontend::Frontend,
     udp: UdpRegistry,
     hold: SharedHold,
 ) -> Result<TunHandle, Failure> {
@@ -334,7 +333,7 @@ pub async fn start(
     };
     let dev = open_device(settings, ipv6)?;
     apply(settings, &changes, default_route, ipv6)?;
-    let tasks = run(settings, dev, app, udp, hold, counters)?;
+    let tasks = run(settings, dev, front, udp, hold, counters)?;
     *handle.tasks.get_mut().unwrap_or_else(|e| e.into_inner()) = tasks;
     tracing::info!(device = %settings.name, routes = if default_route { "default".to_string() } else { format!("{:?}", settings.routes) }, gateway = settings.gateway, "TUN mode on");
     Ok(handle)
@@ -406,7 +405,7 @@ fn apply(settings: &TunSettings, changes: &Changes, default_route: bool, ipv6: b
 fn run(
     settings: &TunSettings,
     (dev, offload): (tun_rs::AsyncDevice, bool),
-    app: mpsc::Sender<AppMsg>,
+    front: crate::frontend::Frontend,
     udp: UdpRegistry,
     hold: SharedHold,
     counters: Arc<TunCounters>,
@@ -425,7 +424,7 @@ fn run(
     let dev = Arc::new(dev);
     let (to_tun, from_flows) = mpsc::channel(TO_TUN_QUEUE);
     let (sink, stream) = stack.split();
-    let ends = flows::FlowEnds { app: app.clone(), udp, hold, to_tun, counters: counters.clone() };
+    let ends = flows::FlowEnds { front: front.clone(), udp, hold, to_tun, counters: counters.clone() };
     let mtu = usize::from(settings.mtu);
     Ok(vec![
         tokio::spawn(async move {
@@ -433,7 +432,7 @@ fn run(
                 tracing::warn!(error = %e, "TUN: the TCP/IP stack stopped");
             }
         }),
-        tokio::spawn(tcp::serve(listener, app, counters.clone())),
+        tokio::spawn(tcp::serve(listener, front, counters.clone())),
         tokio::spawn(read_device(dev.clone(), offload, mtu, sink, flows::Flows::new(ends), counters.clone())),
         tokio::spawn(write_device(dev, offload, stream, from_flows, counters)),
     ])

@@ -5,26 +5,29 @@
 
 use super::TunCounters;
 use crate::appproto::Target;
-use crate::bridge::{AppMsg, Inbound, StreamReader, StreamWriter};
+use crate::bridge::{Inbound, StreamReader, StreamWriter};
+use crate::frontend::Frontend;
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use netstack_smoltcp::{TcpListener, TcpStream};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::mpsc;
 
 const READ: usize = 64 * 1024;
 /// Stream bytes gathered into one write to the stack at most.
 const WRITE: usize = 256 * 1024;
 
 /// Accepts the stack's connections until it ends.
-pub async fn serve(mut listener: TcpListener, app: mpsc::Sender<AppMsg>, counters: Arc<TunCounters>) {
+/// Each connection's class comes from the client's traffic classes, as for SOCKS5.
+pub async fn serve(mut listener: TcpListener, front: Frontend, counters: Arc<TunCounters>) {
     while let Some((conn, src, dst)) = listener.next().await {
         counters.tcp_flows.fetch_add(1, Ordering::Relaxed);
-        let (app, counters) = (app.clone(), counters.clone());
+        let (front, counters) = (front.clone(), counters.clone());
         tokio::spawn(async move {
-            match crate::frontend::connect(&app, &Target::Addr(dst)).await {
+            let target = Target::Addr(dst);
+            let class = front.stream_class(&target, None);
+            match crate::frontend::connect(&front.app, &target, class).await {
                 Ok((ends, rest)) => {
                     let (reader, writer) = ends.split();
                     splice(conn, rest, reader, writer).await;

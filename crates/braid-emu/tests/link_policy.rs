@@ -1,0 +1,136 @@
+//! The user's link policy end to end over loopback relays (issue 11): a `never` link carries
+//! nothing, a `backup` link only when the others are down, a data cap reached mid-transfer
+//! demotes or stops its link as configured — every download byte-exact.
+
+use braid_core::SessionConfig;
+use braid_emu::testbed::{download_socks, start_source, Testbed, TestbedConfig};
+use braid_emu::RelayHandle;
+use braid_sim::LinkSpec;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+fn bed_config(specs: &[&str]) -> TestbedConfig {
+    let links = specs.iter().map(|s| LinkSpec::parse(s).unwrap()).collect();
+    let mut cfg = TestbedConfig::new(links);
+    cfg.session = SessionConfig { handshake_timeout: Duration::from_secs(2), ..SessionConfig::default() };
+    cfg
+}
+
+/// The client's label of the link through `relay`.
+fn label_of(bed: &Testbed, relay: &RelayHandle) -> String {
+    format!("{}@{}", bed.relays[0].addr.ip(), relay.addr)
+}
+
+/// Datagrams the relay carried, both directions.
+fn carried(relay: &RelayHandle) -> u64 {
+    relay.stats().up_packets.load(Ordering::Relaxed) + relay.stats().down_packets.load(Ordering::Relaxed)
+}
+
+/// Waits until `ok` holds (bounded).
+async fn until(limit: Duration, mut ok: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !ok() {
+        assert!(start.elapsed() < limit, "condition not met within {limit:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn path_count(bed: &Testbed) -> usize {
+    bed.client.board.snapshot().sessions.first().map_or(0, |s| s.paths.len())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_never_link_carries_nothing_and_a_backup_link_only_when_the_others_are_down() {
+    let source = start_source(8 << 20, 21).await.unwrap();
+    let bed = Testbed::start(bed_config(&["40mbit/5ms", "40mbit/5ms"])).await.unwrap();
+    let spare = bed.relays[1].clone();
+    let name = label_of(&bed, &spare);
+    until(Duration::from_secs(5), || path_count(&bed) == 2).await;
+
+    // never: the path is closed and the relay carries nothing more.
+    bed.client.links.lock().set(&name, "tier", "never").unwrap();
+    until(Duration::from_secs(3), || path_count(&bed) == 1).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = carried(&spare);
+    let d = download_socks(bed.client.socks_addr.unwrap(), source.addr, |_| {}).await.unwrap();
+    assert_eq!(d.sha256, source.sha256);
+    assert_eq!(carried(&spare), before, "a never link carried datagrams");
+    let st = bed.client.board.snapshot();
+    let link = st.links.iter().find(|l| l.name == name).expect("the link is listed");
+    assert_eq!(link.tier, "never");
+
+    // backup: the path comes back but carries (almost) nothing while the other link is up.
+    bed.client.links.lock().set(&name, "tier", "backup").unwrap();
+    until(Duration::from_secs(5), || {
+        bed.client.board.snapshot().sessions[0]
+            .paths
+            .iter()
+            .any(|p| p.link.as_deref() == Some(&name) && p.state == "backup")
+    })
+    .await;
+    let (spare_before, main_before) = (carried(&spare), carried(&bed.relays[0]));
+    let d = download_socks(bed.client.socks_addr.unwrap(), source.addr, |_| {}).await.unwrap();
+    assert_eq!(d.sha256, source.sha256);
+    let (spare_n, main_n) = (carried(&spare) - spare_before, carried(&bed.relays[0]) - main_before);
+    eprintln!("backup link: {spare_n} datagrams, primary: {main_n}");
+    assert!(
+        spare_n * 50 < main_n,
+        "a backup link carried {spare_n} datagrams next to {main_n} on the primary one"
+    );
+
+    // The primary link goes down mid-download: the backup link carries the rest.
+    let main = bed.relays[0].clone();
+    let cutter = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        main.set_down(true);
+    });
+    let spare_before = carried(&spare);
+    let d = download_socks(bed.client.socks_addr.unwrap(), source.addr, |_| {}).await.unwrap();
+    cutter.await.unwrap();
+    assert_eq!(d.sha256, source.sha256);
+    assert!(carried(&spare) - spare_before > 2000, "the backup link did not take over");
+}
+
+/// Both directions of a cap: the download's bytes count as received, its requests and ACKs
+/// as sent, and the total is what the cap compares.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cap_reached_mid_download_demotes_its_link_and_stop_closes_it() {
+    let source = start_source(24 << 20, 22).await.unwrap();
+    let bed = Testbed::start(bed_config(&["30mbit/5ms", "30mbit/5ms"])).await.unwrap();
+    let metered = bed.relays[1].clone();
+    let name = label_of(&bed, &metered);
+    until(Duration::from_secs(5), || path_count(&bed) == 2).await;
+    {
+        let mut t = bed.client.links.lock();
+        t.set(&name, "cap", "3MB").unwrap();
+        t.set(&name, "cap_action", "demote").unwrap();
+    }
+    let d = download_socks(bed.client.socks_addr.unwrap(), source.addr, |_| {}).await.unwrap();
+    assert_eq!(d.sha256, source.sha256);
+    let st = bed.client.board.snapshot();
+    let link = st.links.iter().find(|l| l.name == name).unwrap();
+    let cap = link.cap.as_ref().unwrap();
+    let used = link.usage.sent_bytes + link.usage.received_bytes;
+    assert!(cap.reached && link.tier == "backup", "{link:?}");
+    // At 30 Mbit/s a status refresh (0.5 s) lets ~2 MB more through before the demotion.
+    assert!(
+        (3_000_000..6_000_000).contains(&used),
+        "the metered link carried {used} bytes against a 3 MB cap"
+    );
+    let other = st.links.iter().find(|l| l.name != name).unwrap();
+    assert!(other.usage.received_bytes > 18_000_000, "{other:?}");
+    // The server runs the demoted path as backup for downloads too.
+    let server = bed.server.board.snapshot();
+    assert!(server.sessions[0].paths.iter().any(|p| p.state == "backup"), "{:?}", server.sessions[0].paths);
+
+    // stop: the path is closed until the period ends.
+    bed.client.links.lock().set(&name, "cap_action", "stop").unwrap();
+    until(Duration::from_secs(3), || path_count(&bed) == 1).await;
+    let before = carried(&metered);
+    let d = download_socks(bed.client.socks_addr.unwrap(), source.addr, |_| {}).await.unwrap();
+    assert_eq!(d.sha256, source.sha256);
+    assert_eq!(carried(&metered), before, "a stopped link carried datagrams");
+    // Raising the cap brings it back.
+    bed.client.links.lock().set(&name, "cap", "1GB").unwrap();
+    until(Duration::from_secs(5), || path_count(&bed) == 2).await;
+}
