@@ -62,6 +62,8 @@ pub struct ClientHandle {
     supervisor: Option<JoinHandle<Result<(), Failure>>>,
     tasks: Vec<JoinHandle<()>>,
     stopping: watch::Sender<bool>,
+    /// TUN mode; stopping it restores routes and DNS.
+    tun: Option<Arc<crate::tun::TunHandle>>,
 }
 
 impl ClientHandle {
@@ -110,13 +112,16 @@ impl ClientHandle {
         false
     }
 
-    /// Stops the client.
+    /// Stops the client (and undoes TUN mode's routes, rules and DNS).
     pub fn stop(&self) {
         if let Some(t) = &self.supervisor {
             t.abort();
         }
         for t in &self.tasks {
             t.abort();
+        }
+        if let Some(t) = &self.tun {
+            t.stop();
         }
     }
 }
@@ -189,7 +194,9 @@ async fn resolve_links(
             }
             LinkKind::Auto => {
                 for i in crate::linkpick::auto_interfaces(ifs, server) {
-                    if out.iter().any(|a: &ActiveLink| a.label == i.name) {
+                    // In TUN mode the TUN device is never a link: its path would loop into it.
+                    let tun = settings.tun.as_ref().is_some_and(|t| t.name == i.name);
+                    if tun || out.iter().any(|a: &ActiveLink| a.label == i.name) {
                         continue;
                     }
                     match crate::linkpick::bind_auto(i, server) {
@@ -200,6 +207,17 @@ async fn resolve_links(
                     }
                 }
             }
+        }
+    }
+    if let Some(tun) = &settings.tun {
+        // TUN mode routes every unmarked packet into the TUN: the paths' own must stay out.
+        for l in &out {
+            l.link.set_mark(tun.fwmark).map_err(|e| {
+                Failure::Interface(format!(
+                    "link {}: cannot mark its socket for TUN mode ({e}); it needs CAP_NET_ADMIN",
+                    l.label
+                ))
+            })?;
         }
     }
     Ok(out)
@@ -241,8 +259,19 @@ pub async fn start_client(settings: ClientSettings) -> Result<ClientHandle, Fail
         settings.socks_timeout,
         settings.classes.clone(),
     );
-    let counters = front.clone();
-    board.attach_frontend(move || counters.status());
+    let hold = crate::reorder::SharedHold::new(
+        settings.tun.as_ref().map_or(crate::reorder::DEFAULT_CAP, |t| t.reorder_max),
+    );
+    let tun = match &settings.tun {
+        Some(t) => Some(Arc::new(crate::tun::start(t, front.clone(), udp.clone(), hold.clone()).await?)),
+        None => None,
+    };
+    let (counters, tun_status) = (front.clone(), tun.clone());
+    board.attach_frontend(move || {
+        let mut s = counters.status();
+        s.tun = tun_status.as_ref().map(|t| t.status());
+        s
+    });
     let socks_addr = match settings.socks {
         Some(a) => {
             let l = TcpListener::bind(a).await.map_err(|e| Failure::bind("listen for SOCKS5", a, &e))?;
@@ -305,6 +334,7 @@ pub async fn start_client(settings: ClientSettings) -> Result<ClientHandle, Fail
         udp,
         connected: connected.clone(),
         app_tx: app_tx.clone(),
+        hold,
         links: usage.links(),
     };
     let supervisor = tokio::spawn(sup.run(app_rx, links_rx));
@@ -320,6 +350,7 @@ pub async fn start_client(settings: ClientSettings) -> Result<ClientHandle, Fail
         supervisor: Some(supervisor),
         tasks,
         stopping,
+        tun,
     })
 }
 
@@ -384,6 +415,8 @@ struct Supervisor {
     udp: UdpRegistry,
     connected: Arc<AtomicBool>,
     app_tx: mpsc::Sender<AppMsg>,
+    /// The reorder hold of TUN flows, from the session's paths.
+    hold: crate::reorder::SharedHold,
     links: SharedLinks,
 }
 
@@ -412,6 +445,7 @@ struct ClientRole {
     ever: Arc<AtomicBool>,
     /// This session was established.
     this_session: Arc<AtomicBool>,
+    hold: crate::reorder::SharedHold,
     /// Usage counting and link policy.
     steer: Steer,
     /// The links a path could be opened on.
@@ -444,6 +478,10 @@ impl Role for ClientRole {
             Event::Closed(_) => self.connected.store(false, Ordering::SeqCst),
             _ => {}
         }
+    }
+
+    fn on_paths(&mut self, paths: &[braid_core::PathInfo]) {
+        self.hold.update(paths);
     }
 
     fn steer(
@@ -528,6 +566,7 @@ impl Supervisor {
                 connected: self.connected.clone(),
                 ever: ever.clone(),
                 this_session: this_session.clone(),
+                hold: self.hold.clone(),
                 steer: Steer::new(self.links.clone()),
                 active: self.shared.clone(),
             };

@@ -262,6 +262,8 @@ pub struct ClientFile {
     status_token_file: Option<PathBuf>,
     #[serde(default)]
     session: SessionSection,
+    #[serde(default)]
+    tun: crate::tun::config::TunSection,
 }
 
 /// A client link as configured.
@@ -396,6 +398,8 @@ pub struct ClientSettings {
     pub status_token_file: Option<PathBuf>,
     /// Session tuning.
     pub session: SessionConfig,
+    /// TUN mode (`[tun]`, `--tun`, `--gateway`), if on.
+    pub tun: Option<crate::tun::TunSettings>,
 }
 
 /// Default of `max_connections`.
@@ -449,6 +453,8 @@ pub struct ClientFlags {
     pub scheduler: Option<Kind>,
     /// `--set KEY=VALUE` overrides of any file key.
     pub sets: Vec<String>,
+    /// `--tun`, `--gateway`, `--tun-route`, `--tun-dns`.
+    pub tun: crate::tun::config::TunFlags,
 }
 
 /// Reads and parses a TOML file, turning errors into `FILE:LINE: KEY: problem`, then applies
@@ -675,6 +681,7 @@ impl ClientSettings {
             status: flags.status.or(f.status.map(|p| p.0)),
             status_token_file: flags.status_token_file.or(f.status_token_file),
             session,
+            tun: f.tun.settings(&flags.tun).map_err(Failure::Config)?,
         })
     }
 }

@@ -30,6 +30,7 @@ pub mod server_udp;
 pub mod splice;
 pub mod status;
 pub mod supervise;
+pub mod tun;
 pub mod udp;
 
 pub use client::{start_client, ClientHandle};

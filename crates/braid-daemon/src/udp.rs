@@ -67,6 +67,12 @@ impl UdpLink {
         })
     }
 
+    /// Marks the socket's packets with `mark` (`SO_MARK`, needs CAP_NET_ADMIN): TUN mode's
+    /// policy routing keeps marked packets out of the TUN.
+    pub fn set_mark(&self, mark: u32) -> io::Result<()> {
+        socket2::SockRef::from(&*self.socket).set_mark(mark)
+    }
+
     /// Most segments one GSO send may carry.
     pub fn max_segments(&self) -> usize {
         self.state.max_gso_segments().min(64)

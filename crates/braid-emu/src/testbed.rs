@@ -162,6 +162,7 @@ pub fn client_settings(
         status: cfg.status.then(|| "127.0.0.1:0".parse().expect("literal")),
         status_token_file: None,
         session: cfg.session.clone(),
+        tun: None,
     }
 }
 

@@ -50,7 +50,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Run only these contenders instead of the scenario's: singles, mptcp, aggligator,
-    /// braid (the scenario's schedulers) or braid:<scheduler>; comma-separated.
+    /// braid (the scenario's schedulers), braid:<scheduler>, braid-tun (the scenario's
+    /// braid_tun schedulers, else edpf) or braid-tun:<scheduler>; comma-separated.
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub contenders: Option<Vec<String>>,
     /// Run only these workloads (names as in the report, e.g. bulk-up,cut-up).

@@ -9,7 +9,13 @@ use crate::scenario::{Contenders, Scenario, WorkloadKind};
 
 /// Replaces the scenario's contenders with a `--contenders` list.
 pub fn contenders_from_list(scenario: &Scenario, list: &[String]) -> Result<Contenders> {
-    let mut c = Contenders { singles: false, mptcp: false, aggligator: false, braid: Vec::new() };
+    let mut c = Contenders {
+        singles: false,
+        mptcp: false,
+        aggligator: false,
+        braid: Vec::new(),
+        braid_tun: Vec::new(),
+    };
     for item in list.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
         match item {
             "singles" => c.singles = true,
@@ -27,22 +33,36 @@ pub fn contenders_from_list(scenario: &Scenario, list: &[String]) -> Result<Cont
                     }
                 }
             }
-            other => match other.strip_prefix("braid:") {
-                Some(s)
-                    if !s.is_empty()
-                        && s.chars().all(|ch| ch.is_ascii_alphanumeric() || "-_".contains(ch)) =>
-                {
-                    if !c.braid.iter().any(|b| b == s) {
-                        c.braid.push(s.to_string());
+            "braid-tun" => {
+                let from_file = if scenario.contenders.braid_tun.is_empty() {
+                    vec!["edpf".to_string()]
+                } else {
+                    scenario.contenders.braid_tun.clone()
+                };
+                for s in from_file {
+                    if !c.braid_tun.contains(&s) {
+                        c.braid_tun.push(s);
                     }
                 }
-                _ => bail!(
-                    "--contenders: unknown contender {other:?} (use singles, mptcp, aggligator, braid or braid:<scheduler>)"
-                ),
-            },
+            }
+            other => {
+                let (list, s) = match (other.strip_prefix("braid-tun:"), other.strip_prefix("braid:")) {
+                    (Some(s), _) => (&mut c.braid_tun, s),
+                    (None, Some(s)) => (&mut c.braid, s),
+                    _ => bail!(
+                        "--contenders: unknown contender {other:?} (use singles, mptcp, aggligator, braid, braid:<scheduler>, braid-tun or braid-tun:<scheduler>)"
+                    ),
+                };
+                if s.is_empty() || !s.chars().all(|ch| ch.is_ascii_alphanumeric() || "-_".contains(ch)) {
+                    bail!("--contenders: {other:?}: the scheduler name is empty or not a token");
+                }
+                if !list.iter().any(|b| b == s) {
+                    list.push(s.to_string());
+                }
+            }
         }
     }
-    if !c.singles && !c.mptcp && !c.aggligator && c.braid.is_empty() {
+    if c.is_empty() {
         bail!("--contenders: the list is empty");
     }
     Ok(c)
@@ -114,5 +134,6 @@ pub fn contender_list(scenario: &Scenario) -> Vec<Contender> {
         v.push(Contender::Aggligator);
     }
     v.extend(c.braid.iter().cloned().map(Contender::Braid));
+    v.extend(c.braid_tun.iter().cloned().map(Contender::BraidTun));
     v
 }

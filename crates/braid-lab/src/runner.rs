@@ -372,7 +372,7 @@ fn run_one(ctx: &Ctx, lab: &mut Lab, c: &Contender, w: &Workload, rep: u32) -> R
         reason: None,
         goodput_bps: Some(transfer.measurement.goodput_bps),
         // For braid the namespace's TCP counter only sees the local legs: its own figure or none.
-        retransmits: if matches!(c, Contender::Braid(_)) { lost } else { transfer.retransmits },
+        retransmits: if c.is_braid() { lost } else { transfer.retransmits },
         udp: transfer.measurement.udp,
         mptcp_joins: (*c == Contender::Mptcp).then_some(transfer.mptcp_joins).flatten(),
         events: transfer.events,
@@ -411,7 +411,7 @@ fn note_default_cc(lab: &Lab, contenders: &[Contender], report: &mut LabReport) 
     };
     let cc = cc.trim().to_string();
     report.machine.push(format!("default TCP congestion control in the namespaces: {cc}"));
-    if contenders.iter().any(|c| matches!(c, Contender::Braid(_))) {
+    if contenders.iter().any(Contender::is_braid) {
         report.notes.push(
             "braid's retransmits are the packets its sending side declared lost (their frames \
              were sent again), summed over its paths, from its status API after the transfer."

@@ -90,6 +90,18 @@ pub struct ClientArgs {
     /// Set any configuration key, as in the file: --set session.idle_timeout=60s (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     sets: Vec<String>,
+    /// TUN mode (root): the system's traffic, or --tun-route prefixes, through braid.
+    #[arg(long)]
+    tun: bool,
+    /// Gateway mode: TUN mode plus IP forwarding, for a LAN that routes through this host.
+    #[arg(long)]
+    gateway: bool,
+    /// Route only this prefix into the TUN instead of the default route (repeatable).
+    #[arg(long = "tun-route", value_name = "PREFIX")]
+    tun_routes: Vec<String>,
+    /// DNS server to use in TUN mode, reached through the TUN (repeatable).
+    #[arg(long = "tun-dns", value_name = "ADDR")]
+    tun_dns: Vec<String>,
 }
 
 /// `--scheduler`'s help: what it does and every name it takes (`redundant:N` too).
@@ -176,6 +188,12 @@ pub async fn client(args: ClientArgs) -> ExitCode {
         status_token_file: args.status_token_file,
         scheduler: args.scheduler,
         sets: args.sets,
+        tun: braid_daemon::tun::config::TunFlags {
+            tun: args.tun,
+            gateway: args.gateway,
+            routes: args.tun_routes,
+            dns: args.tun_dns,
+        },
     };
     let settings = match ClientSettings::load(args.config.as_deref(), flags) {
         Ok(s) => s,

@@ -31,7 +31,7 @@ use tokio::sync::{mpsc, oneshot};
 /// admission gate and the SOCKS5 settings.
 #[derive(Clone)]
 pub struct Frontend {
-    app: mpsc::Sender<AppMsg>,
+    pub(crate) app: mpsc::Sender<AppMsg>,
     udp: UdpRegistry,
     gate: Gate,
     auth: Option<(String, String)>,
@@ -58,6 +58,9 @@ pub struct FrontendStatus {
     pub udp_associations: usize,
     /// UDP associations the server refused.
     pub udp_refused: u64,
+    /// The TUN front end's counters, in TUN mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tun: Option<crate::tun::TunStatus>,
 }
 
 impl Frontend {
@@ -119,6 +122,7 @@ impl Frontend {
             accept_errors: c.accept_errors.load(Ordering::Relaxed),
             udp_associations: self.udp.len(),
             udp_refused: c.udp_refused.load(Ordering::Relaxed),
+            tun: None,
         }
     }
 
@@ -189,6 +193,17 @@ pub fn refusal(s: Status) -> &'static str {
         Status::Limit => "the server's limit on this client's open streams is reached (max_streams)",
         Status::BadRequest => "the server could not read the request",
     }
+}
+
+/// Opens association `id` of the kind `request` names (the TUN's ordered flows and pings).
+pub(crate) async fn open_association_as(
+    app: &mpsc::Sender<AppMsg>,
+    request: &crate::appproto::Request,
+    id: u32,
+) -> Result<(StreamReader, StreamWriter), Status> {
+    open(app, crate::appproto::encode_association_open(request, id), DATAGRAMS)
+        .await
+        .map(|(ends, _)| ends.split())
 }
 
 /// Opens UDP association `id` at the server: the stream that carries its life.

@@ -10,6 +10,13 @@
 //! The iperf3 client connects to the forward (127.0.0.1:5300 in the client namespace); braid
 //! carries it to the iperf3 server at 10.0.1.2:5202. `GET /status` on the client's status port
 //! is snapshotted after the transfer into the report's raw files.
+//!
+//! In TUN mode ([`Front::Tun`]) the client runs with `--tun` instead of `--forward`: the client
+//! namespace's default route is braid's TUN, and iperf3 connects straight to
+//! [`TUN_TARGET`]:5202, an address of the server namespace that the client namespace has no
+//! route to but the TUN's (its links' subnets stay in its main table, so 10.0.i.2 would not go
+//! through braid). TCP is terminated by the client's user-space stack and carried as streams;
+//! CBR UDP travels as an ordered flow of datagrams.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -33,11 +40,23 @@ pub const SERVER_STATUS_PORT: u16 = 7001;
 pub const CLIENT_STATUS_PORT: u16 = 7002;
 /// Local port of the client's port forward.
 pub const FORWARD_PORT: u16 = 5300;
+/// The server namespace's address that iperf3 reaches through the TUN.
+pub const TUN_TARGET: &str = "10.0.250.2";
+
+/// How traffic enters braid's client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Front {
+    /// A port forward on 127.0.0.1:5300.
+    Forward,
+    /// TUN mode: the client namespace's default route.
+    Tun,
+}
+
 /// How long each end may take to come up.
 const START_LIMIT: Duration = Duration::from_secs(10);
 
 /// The client's command-line arguments after the binary.
-pub fn client_args(links: usize, server_pub: &str, key: &Path, scheduler: &str) -> Vec<String> {
+pub fn client_args(links: usize, server_pub: &str, key: &Path, scheduler: &str, front: Front) -> Vec<String> {
     let mut a: Vec<String> = vec![
         "client".into(),
         "--server".into(),
@@ -50,9 +69,18 @@ pub fn client_args(links: usize, server_pub: &str, key: &Path, scheduler: &str) 
     for i in 1..=links {
         a.extend(["--link".into(), Names::cli_addr(i)]);
     }
+    match front {
+        Front::Forward => a.extend([
+            "--forward".into(),
+            format!("127.0.0.1:{FORWARD_PORT}={}:{IPERF_TCP_PORT}", Names::srv_addr(1)),
+        ]),
+        // The key file's folder is the run's own: the state file of TUN mode goes there.
+        Front::Tun => a.extend([
+            "--tun".into(),
+            format!("--set=tun.state_file={}", key.with_file_name("tun-state.json").display()),
+        ]),
+    }
     a.extend([
-        "--forward".into(),
-        format!("127.0.0.1:{FORWARD_PORT}={}:{IPERF_TCP_PORT}", Names::srv_addr(1)),
         "--scheduler".into(),
         scheduler.into(),
         "--status".into(),
@@ -115,6 +143,7 @@ pub fn start(
     lab: &Lab,
     braid: &Path,
     scheduler: &str,
+    front: Front,
     traffic: Traffic,
     tag: &str,
     running: &mut Running,
@@ -138,10 +167,16 @@ pub fn start(
         &srv_pub,
         &cli_key,
         scheduler,
+        front,
     ));
+    if front == Front::Tun {
+        cmd::run_ok(&["ip", "-n", lab.srv(), "addr", "replace", &format!("{TUN_TARGET}/32"), "dev", "lo"])?;
+    }
     let mut client =
         Proc::spawn("braid client", c, &lab.dir().join(format!("braid-client-{tag}.log")), Stdin::Null)?;
-    wait_listening(lab.cli(), FORWARD_PORT, &mut client, START_LIMIT)?;
+    if front == Front::Forward {
+        wait_listening(lab.cli(), FORWARD_PORT, &mut client, START_LIMIT)?;
+    }
     running.procs.push(client);
 
     let status: SocketAddr = ([127, 0, 0, 1], CLIENT_STATUS_PORT).into();
@@ -151,7 +186,18 @@ pub fn start(
     running.server_status = Some((lab.srv().to_string(), ([127, 0, 0, 1], SERVER_STATUS_PORT).into()));
     match answered {
         Some(_) => running.status = Some((lab.cli().to_string(), status)),
+        None if front == Front::Tun => {
+            // In TUN mode the status port is the only sign that the client is up.
+            let tail = running.procs.last().map(|p| p.log_tail(400)).unwrap_or_default();
+            bail!("braid client in TUN mode did not come up (status port {status} silent): {tail}");
+        }
         None => running.notes.push(format!("braid client status port {status} did not answer GET /status")),
+    }
+    if front == Front::Tun {
+        signal::sleep(Duration::from_secs(1))?;
+        running.target.host = TUN_TARGET.into();
+        running.target.port = IPERF_TCP_PORT;
+        return Ok(());
     }
     if matches!(traffic, Traffic::Udp { .. }) {
         running
@@ -197,10 +243,15 @@ mod tests {
 
     #[test]
     fn command_lines_follow_the_contract() {
-        let c = client_args(2, "PUB", Path::new("/k/client.key"), "minrtt").join(" ");
+        let c = client_args(2, "PUB", Path::new("/k/client.key"), "minrtt", Front::Forward).join(" ");
         assert_eq!(
             c,
             "client --server 10.0.1.2:7000 --server-key PUB --key /k/client.key --link 10.0.1.1 --link 10.0.2.1 --forward 127.0.0.1:5300=10.0.1.2:5202 --scheduler minrtt --status 127.0.0.1:7002"
+        );
+        let t = client_args(1, "PUB", Path::new("/k/client.key"), "edpf", Front::Tun).join(" ");
+        assert_eq!(
+            t,
+            "client --server 10.0.1.2:7000 --server-key PUB --key /k/client.key --link 10.0.1.1 --tun --set=tun.state_file=/k/tun-state.json --scheduler edpf --status 127.0.0.1:7002"
         );
         let s = server_args(Path::new("/k/server.key"), "CPUB").join(" ");
         assert_eq!(

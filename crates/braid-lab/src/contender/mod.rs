@@ -8,6 +8,7 @@
 //! | `mptcp` | 10.0.1.2:5201 under `mptcpize run` | kernel MPTCP, a subflow per link |
 //! | `aggligator` | 127.0.0.1:5301 | `agg-tunnel`, one TCP link per client link |
 //! | `braid-<sched>` | 127.0.0.1:5300 | braid client/server, port forward, scheduler `<sched>` |
+//! | `braid-tun-<sched>` | 10.0.250.2:5202, the server's address reached only through the TUN | `braid client --tun`: the namespace's default route is braid's TUN |
 
 mod aggligator;
 pub mod braid;
@@ -40,6 +41,8 @@ pub enum Contender {
     Aggligator,
     /// braid with the named scheduler.
     Braid(String),
+    /// braid in TUN mode with the named scheduler.
+    BraidTun(String),
 }
 
 impl Contender {
@@ -50,7 +53,13 @@ impl Contender {
             Contender::Mptcp => "mptcp".into(),
             Contender::Aggligator => "aggligator".into(),
             Contender::Braid(s) => format!("braid-{s}"),
+            Contender::BraidTun(s) => format!("braid-tun-{s}"),
         }
+    }
+
+    /// Whether it is braid (either front end): its retransmits come from its status API.
+    pub fn is_braid(&self) -> bool {
+        matches!(self, Contender::Braid(_) | Contender::BraidTun(_))
     }
 
     /// Whether it spreads one transfer over several links.
@@ -73,7 +82,10 @@ impl Contender {
                 Some("agg-tunnel forwards TCP ports only; no UDP workload".into())
             }
             Contender::Aggligator => None,
-            Contender::Braid(_) => match &tools.braid {
+            Contender::BraidTun(_) if !std::path::Path::new("/dev/net/tun").exists() => {
+                Some("no /dev/net/tun on this machine: braid's TUN mode cannot run".into())
+            }
+            Contender::Braid(_) | Contender::BraidTun(_) => match &tools.braid {
                 BraidBinary::Ready(_) => None,
                 BraidBinary::Unavailable(why) => Some(why.clone()),
             },
@@ -158,11 +170,15 @@ pub fn start(
                 tools.agg_tunnel.as_deref().ok_or_else(|| anyhow::anyhow!("agg-tunnel not installed"))?;
             aggligator::start(lab, path, tag, &mut running)?;
         }
-        Contender::Braid(scheduler) => {
+        Contender::Braid(scheduler) | Contender::BraidTun(scheduler) => {
             let BraidBinary::Ready(path) = &tools.braid else {
                 anyhow::bail!("braid binary unavailable");
             };
-            braid::start(lab, path, scheduler, traffic, tag, &mut running)?;
+            let front = match contender {
+                Contender::BraidTun(_) => braid::Front::Tun,
+                _ => braid::Front::Forward,
+            };
+            braid::start(lab, path, scheduler, front, traffic, tag, &mut running)?;
         }
     }
     Ok(running)

@@ -169,6 +169,16 @@ pub struct Contenders {
     pub aggligator: bool,
     /// braid, once per scheduler name.
     pub braid: Vec<String>,
+    /// braid in TUN mode (`braid client --tun`), once per scheduler name.
+    #[serde(default)]
+    pub braid_tun: Vec<String>,
+}
+
+impl Contenders {
+    /// Whether none is enabled.
+    pub fn is_empty(&self) -> bool {
+        !self.singles && !self.mptcp && !self.aggligator && self.braid.is_empty() && self.braid_tun.is_empty()
+    }
 }
 
 /// Pass/fail thresholds.

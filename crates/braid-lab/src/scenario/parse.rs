@@ -89,6 +89,7 @@ struct RawContenders {
     mptcp: Option<bool>,
     aggligator: Option<bool>,
     braid: Option<Spanned<Vec<Spanned<String>>>>,
+    braid_tun: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 #[derive(Deserialize)]
@@ -424,33 +425,46 @@ fn check_cuts(
     Ok(())
 }
 
+/// A list of braid scheduler names (`braid`, `braid_tun`): tokens, each once.
+fn schedulers(
+    src: &Source,
+    list: Option<&Spanned<Vec<Spanned<String>>>>,
+) -> Result<Vec<String>, ScenarioError> {
+    let mut out = Vec::new();
+    for s in list.map(|l| l.get_ref().as_slice()).unwrap_or_default() {
+        if !is_token(s.get_ref()) {
+            return Err(src.err(
+                &s.span(),
+                format!("braid scheduler {:?}: use letters, digits, '-' and '_'", s.get_ref()),
+            ));
+        }
+        if out.contains(s.get_ref()) {
+            return Err(src.err(&s.span(), format!("braid scheduler {:?} listed twice", s.get_ref())));
+        }
+        out.push(s.get_ref().clone());
+    }
+    Ok(out)
+}
+
 fn parse_contenders(src: &Source, raw: Option<&Spanned<RawContenders>>) -> Result<Contenders, ScenarioError> {
     let Some(raw) = raw else {
-        return Ok(Contenders { singles: true, mptcp: true, aggligator: true, braid: vec!["minrtt".into()] });
+        return Ok(Contenders {
+            singles: true,
+            mptcp: true,
+            aggligator: true,
+            braid: vec!["minrtt".into()],
+            braid_tun: Vec::new(),
+        });
     };
     let c = raw.get_ref();
-    let mut braid = Vec::new();
-    if let Some(list) = &c.braid {
-        for s in list.get_ref() {
-            if !is_token(s.get_ref()) {
-                return Err(src.err(
-                    &s.span(),
-                    format!("braid scheduler {:?}: use letters, digits, '-' and '_'", s.get_ref()),
-                ));
-            }
-            if braid.contains(s.get_ref()) {
-                return Err(src.err(&s.span(), format!("braid scheduler {:?} listed twice", s.get_ref())));
-            }
-            braid.push(s.get_ref().clone());
-        }
-    }
     let out = Contenders {
         singles: c.singles.unwrap_or(true),
         mptcp: c.mptcp.unwrap_or(false),
         aggligator: c.aggligator.unwrap_or(false),
-        braid,
+        braid: schedulers(src, c.braid.as_ref())?,
+        braid_tun: schedulers(src, c.braid_tun.as_ref())?,
     };
-    if !out.singles && !out.mptcp && !out.aggligator && out.braid.is_empty() {
+    if out.is_empty() {
         return Err(src.err(&raw.span(), "no contenders enabled"));
     }
     Ok(out)

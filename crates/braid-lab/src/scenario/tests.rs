@@ -41,6 +41,29 @@ fn shipped_scenarios_parse() {
     assert_eq!(cut.links[0].restore_at, Some(Duration::from_secs(20)));
     let ci = parse_scenario("ci", files[4].1, "ci").unwrap();
     assert_eq!(ci.checks.min_braid_ratio, Some(0.85));
+    assert_eq!(ci.contenders.braid_tun, ["minrtt"]);
+    for (name, text) in &files[..4] {
+        let s = parse_scenario(name, text, name).unwrap();
+        assert_eq!(s.contenders.braid_tun, ["edpf"], "{name} runs braid in TUN mode");
+    }
+}
+
+#[test]
+fn braid_tun_contenders_are_named_and_checked() {
+    let s =
+        parse("[[link]]\nrate = \"1mbit\"\n[contenders]\nsingles = false\nbraid_tun = [\"edpf\"]\n").unwrap();
+    let names: Vec<String> = crate::overrides::contender_list(&s).iter().map(|c| c.name()).collect();
+    assert_eq!(names, ["braid-tun-edpf"]);
+    let (line, msg) = error("[[link]]\nrate = \"1mbit\"\n[contenders]\nbraid_tun = [\"a\", \"a\"]\n");
+    assert_eq!((line, msg.contains("twice")), (Some(4), true));
+    let list = ["braid-tun:minrtt".to_string(), "braid:edpf".to_string(), "braid-tun".to_string()];
+    let c = crate::overrides::contenders_from_list(&s, &list).unwrap();
+    assert_eq!(
+        (c.braid, c.braid_tun),
+        (vec!["edpf".to_string()], vec!["minrtt".to_string(), "edpf".to_string()])
+    );
+    assert!(crate::overrides::contenders_from_list(&s, &["braid-tun:".to_string()]).is_err());
+    assert!(crate::overrides::contenders_from_list(&s, &["tun".to_string()]).is_err());
 }
 
 #[test]
