@@ -39,6 +39,15 @@ fn path_count(bed: &Testbed) -> usize {
     bed.client.board.snapshot().sessions.first().map_or(0, |s| s.paths.len())
 }
 
+/// Waits until both ends have closed a path down to `n` paths, and what was in flight on
+/// the closed one has drained (the server may send on a path until the client's PATH_ABANDON
+/// reaches it).
+async fn closed_down_to(bed: &Testbed, n: usize) {
+    let server_paths = || bed.server.board.snapshot().sessions.first().map_or(0, |s| s.paths.len());
+    until(Duration::from_secs(3), || path_count(bed) == n && server_paths() == n).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_never_link_carries_nothing_and_a_backup_link_only_when_the_others_are_down() {
     let source = start_source(8 << 20, 21).await.unwrap();
@@ -49,8 +58,7 @@ async fn a_never_link_carries_nothing_and_a_backup_link_only_when_the_others_are
 
     // never: the path is closed and the relay carries nothing more.
     bed.client.links.lock().set(&name, "tier", "never").unwrap();
-    until(Duration::from_secs(3), || path_count(&bed) == 1).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    closed_down_to(&bed, 1).await;
     let before = carried(&spare);
     let d = download_socks(bed.client.socks_addr.unwrap(), source.addr, |_| {}).await.unwrap();
     assert_eq!(d.sha256, source.sha256);
@@ -125,7 +133,7 @@ async fn a_cap_reached_mid_download_demotes_its_link_and_stop_closes_it() {
 
     // stop: the path is closed until the period ends.
     bed.client.links.lock().set(&name, "cap_action", "stop").unwrap();
-    until(Duration::from_secs(3), || path_count(&bed) == 1).await;
+    closed_down_to(&bed, 1).await;
     let before = carried(&metered);
     let d = download_socks(bed.client.socks_addr.unwrap(), source.addr, |_| {}).await.unwrap();
     assert_eq!(d.sha256, source.sha256);
