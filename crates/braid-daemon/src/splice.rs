@@ -6,7 +6,7 @@
 use crate::appproto::{decode_reply, Status};
 use crate::bridge::{Inbound, StreamReader, StreamWriter};
 use bytes::{Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 const TCP_READ: usize = 64 * 1024;
@@ -46,84 +46,10 @@ pub async fn read_reply(reader: &mut StreamReader) -> Result<(Status, Bytes), St
 }
 
 /// Copies both ways until both directions are done. `first` is written to TCP before the rest.
-pub async fn splice(tcp: TcpStream, first: Bytes, mut reader: StreamReader, writer: StreamWriter) {
+pub async fn splice(tcp: TcpStream, first: Bytes, reader: StreamReader, writer: StreamWriter) {
     let _ = tcp.set_nodelay(true);
     let (mut rh, mut wh) = tcp.into_split();
-    let failed = {
-        let (r, w) = (&mut rh, &mut wh);
-        let up = async {
-            // One allocation reused while the chunks handed out from it are gone (BytesMut
-            // reclaims its buffer on reserve), instead of a fresh 64 kB per read.
-            let mut buf = BytesMut::with_capacity(4 * TCP_READ);
-            loop {
-                buf.reserve(TCP_READ);
-                match r.read_buf(&mut buf).await {
-                    Ok(0) => {
-                        let _ = writer.finish().await;
-                        return true;
-                    }
-                    Ok(_) => {
-                        if writer.write(buf.split().freeze()).await.is_err() {
-                            return false;
-                        }
-                    }
-                    Err(_) => {
-                        let _ = writer.reset(1).await;
-                        return false;
-                    }
-                }
-            }
-        };
-        let down = async {
-            if !first.is_empty() && w.write_all(&first).await.is_err() {
-                return false;
-            }
-            // Chunks arrive packet by packet: gather what is queued into one write.
-            let mut out: Vec<u8> = Vec::with_capacity(TCP_WRITE);
-            let mut end = None;
-            while let Some(m) = reader.recv().await {
-                let mut next = Some(m);
-                while let Some(m) = next.take() {
-                    match m {
-                        Inbound::Data(b) => {
-                            out.extend_from_slice(&b);
-                            if out.len() < TCP_WRITE {
-                                next = reader.try_recv();
-                            }
-                        }
-                        other => end = Some(other),
-                    }
-                }
-                if !out.is_empty() {
-                    if w.write_all(&out).await.is_err() {
-                        return false;
-                    }
-                    reader.consumed(out.len());
-                    out.clear();
-                }
-                match end.take() {
-                    Some(Inbound::Fin) => {
-                        let _ = w.shutdown().await;
-                        return true;
-                    }
-                    Some(_) => return false,
-                    None => {}
-                }
-            }
-            false
-        };
-        tokio::pin!(up, down);
-        // If either side fails, the other is abandoned and the connection aborted.
-        let (mut up_done, mut down_done) = (false, false);
-        let mut failed = false;
-        while !(failed || up_done && down_done) {
-            tokio::select! {
-                ok = &mut up, if !up_done => { up_done = true; failed = !ok; }
-                ok = &mut down, if !down_done => { down_done = true; failed = !ok; }
-            }
-        }
-        failed
-    };
+    let failed = copy_both(&mut rh, &mut wh, first, reader, &writer).await;
     if failed {
         abort(rh.as_ref());
         // Dropping the write half would send a FIN first (tokio shuts it down on drop): let
@@ -132,6 +58,95 @@ pub async fn splice(tcp: TcpStream, first: Bytes, mut reader: StreamReader, writ
         drop(rh);
         let _ = writer.reset(1).await;
     }
+}
+
+/// Copies both ways between a byte connection (read half `r`, write half `w`; a kernel TCP
+/// socket, or a TUN connection of the user-space stack) and a braid stream until both
+/// directions are done; `first` is written to the connection before the rest. Returns true
+/// when either side failed (the other is then abandoned: the caller aborts both ends).
+pub async fn copy_both<R, W>(
+    r: &mut R,
+    w: &mut W,
+    first: Bytes,
+    mut reader: StreamReader,
+    writer: &StreamWriter,
+) -> bool
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let up = async {
+        // One allocation reused while the chunks handed out from it are gone (BytesMut
+        // reclaims its buffer on reserve), instead of a fresh 64 kB per read.
+        let mut buf = BytesMut::with_capacity(4 * TCP_READ);
+        loop {
+            buf.reserve(TCP_READ);
+            match r.read_buf(&mut buf).await {
+                Ok(0) => {
+                    let _ = writer.finish().await;
+                    return true;
+                }
+                Ok(_) => {
+                    if writer.write(buf.split().freeze()).await.is_err() {
+                        return false;
+                    }
+                }
+                Err(_) => {
+                    let _ = writer.reset(1).await;
+                    return false;
+                }
+            }
+        }
+    };
+    let down = async {
+        if !first.is_empty() && w.write_all(&first).await.is_err() {
+            return false;
+        }
+        // Chunks arrive packet by packet: gather what is queued into one write.
+        let mut out: Vec<u8> = Vec::with_capacity(TCP_WRITE);
+        let mut end = None;
+        while let Some(m) = reader.recv().await {
+            let mut next = Some(m);
+            while let Some(m) = next.take() {
+                match m {
+                    Inbound::Data(b) => {
+                        out.extend_from_slice(&b);
+                        if out.len() < TCP_WRITE {
+                            next = reader.try_recv();
+                        }
+                    }
+                    other => end = Some(other),
+                }
+            }
+            if !out.is_empty() {
+                if w.write_all(&out).await.is_err() {
+                    return false;
+                }
+                reader.consumed(out.len());
+                out.clear();
+            }
+            match end.take() {
+                Some(Inbound::Fin) => {
+                    let _ = w.shutdown().await;
+                    return true;
+                }
+                Some(_) => return false,
+                None => {}
+            }
+        }
+        false
+    };
+    tokio::pin!(up, down);
+    // If either side fails, the other is abandoned.
+    let (mut up_done, mut down_done) = (false, false);
+    let mut failed = false;
+    while !(failed || up_done && down_done) {
+        tokio::select! {
+            ok = &mut up, if !up_done => { up_done = true; failed = !ok; }
+            ok = &mut down, if !down_done => { down_done = true; failed = !ok; }
+        }
+    }
+    failed
 }
 
 /// Makes the connection end with a TCP RST when it is dropped (`SO_LINGER` 0): the

@@ -5,18 +5,13 @@
 
 use super::TunCounters;
 use crate::appproto::Target;
-use crate::bridge::{Inbound, StreamReader, StreamWriter};
+use crate::bridge::{StreamReader, StreamWriter};
 use crate::frontend::Frontend;
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use futures::StreamExt;
 use netstack_smoltcp::{TcpListener, TcpStream};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-const READ: usize = 64 * 1024;
-/// Stream bytes gathered into one write to the stack at most.
-const WRITE: usize = 256 * 1024;
 
 /// Accepts the stack's connections until it ends.
 /// Each connection's class comes from the client's traffic classes, as for SOCKS5.
@@ -43,74 +38,9 @@ pub async fn serve(mut listener: TcpListener, front: Frontend, counters: Arc<Tun
 
 /// Copies both ways between the stack's connection and the stream until both directions are
 /// done; a failure on either side resets the stream and drops the connection.
-async fn splice(conn: TcpStream, first: Bytes, mut reader: StreamReader, writer: StreamWriter) {
+async fn splice(conn: TcpStream, first: Bytes, reader: StreamReader, writer: StreamWriter) {
     let (mut r, mut w) = tokio::io::split(conn);
-    let up = async {
-        let mut buf = BytesMut::with_capacity(4 * READ);
-        loop {
-            buf.reserve(READ);
-            match r.read_buf(&mut buf).await {
-                Ok(0) => {
-                    let _ = writer.finish().await;
-                    return true;
-                }
-                Ok(_) => {
-                    if writer.write(buf.split().freeze()).await.is_err() {
-                        return false;
-                    }
-                }
-                Err(_) => {
-                    let _ = writer.reset(1).await;
-                    return false;
-                }
-            }
-        }
-    };
-    let down = async {
-        if !first.is_empty() && w.write_all(&first).await.is_err() {
-            return false;
-        }
-        let mut out: Vec<u8> = Vec::with_capacity(WRITE);
-        let mut end = None;
-        while let Some(m) = reader.recv().await {
-            let mut next = Some(m);
-            while let Some(m) = next.take() {
-                match m {
-                    Inbound::Data(b) => {
-                        out.extend_from_slice(&b);
-                        if out.len() < WRITE {
-                            next = reader.try_recv();
-                        }
-                    }
-                    other => end = Some(other),
-                }
-            }
-            if !out.is_empty() {
-                if w.write_all(&out).await.is_err() {
-                    return false;
-                }
-                reader.consumed(out.len());
-                out.clear();
-            }
-            match end.take() {
-                Some(Inbound::Fin) => {
-                    let _ = w.shutdown().await;
-                    return true;
-                }
-                Some(_) => return false,
-                None => {}
-            }
-        }
-        false
-    };
-    tokio::pin!(up, down);
-    let (mut up_done, mut down_done, mut failed) = (false, false, false);
-    while !(failed || up_done && down_done) {
-        tokio::select! {
-            ok = &mut up, if !up_done => { up_done = true; failed = !ok; }
-            ok = &mut down, if !down_done => { down_done = true; failed = !ok; }
-        }
-    }
+    let failed = crate::splice::copy_both(&mut r, &mut w, first, reader, &writer).await;
     if failed {
         let _ = writer.reset(1).await;
     }
