@@ -17,6 +17,8 @@ use std::time::Duration;
 const HIGH_GAIN: f64 = 2.885;
 /// Gains of the ProbeBW cycle.
 const CYCLE: [f64; 8] = [1.25, 0.75, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
+/// The longest a ProbeBW drain phase lasts, in minimum RTTs.
+const DRAIN_MAX_RTTS: u32 = 4;
 /// Rounds the bottleneck-rate maximum looks back.
 const BW_WINDOW_ROUNDS: u64 = 10;
 /// How long a minimum RTT stays valid before ProbeRTT refreshes it.
@@ -72,6 +74,8 @@ pub struct Bbr {
     extra_acked: VecDeque<(u64, u64)>,
     /// The minimum RTT before it last expired (sizes the ProbeRTT window).
     probe_rtt_base: Option<Duration>,
+    /// Keep in flight about one BDP (see [`Controller::set_latency_bound`]).
+    latency_bound: bool,
 }
 
 impl Bbr {
@@ -101,6 +105,7 @@ impl Bbr {
             ack_epoch: None,
             extra_acked: VecDeque::new(),
             probe_rtt_base: None,
+            latency_bound: false,
         }
     }
 
@@ -226,7 +231,13 @@ impl Bbr {
         let next = if self.pacing_gain > 1.0 {
             full && (self.lost_since_cycle || ev.prior_in_flight >= self.inflight(self.pacing_gain))
         } else if self.pacing_gain < 1.0 {
-            full || ev.prior_in_flight <= self.inflight(1.0)
+            // BBRv2's ProbeBW_DOWN: stay until the queue is gone, not just one round trip.
+            // v1's "one min_rtt or drained" leaves whatever queue there was (start-up's
+            // overshoot, a rate estimate a few percent high) standing for good: each 1.25
+            // phase adds as much as the next 0.75 phase removes. That queue is latency for
+            // every interactive packet behind it (issue 11's bufferbloat). Bounded so a path
+            // whose ACKs stall cannot hold the drain phase.
+            ev.prior_in_flight <= self.inflight(1.0) || ev.now - self.cycle_stamp > DRAIN_MAX_RTTS * min_rtt
         } else {
             full
         };
@@ -319,8 +330,16 @@ impl Controller for Bbr {
         if self.state == State::ProbeRtt {
             self.handle_probe_rtt(ev.now, in_flight);
         }
-        // Window: grow towards cwnd_gain × BDP plus the ACK-aggregation allowance.
-        let target = self.inflight(self.cwnd_gain) + self.extra_acked();
+        // Window: grow towards cwnd_gain × BDP plus the ACK-aggregation allowance. Under a
+        // latency bound (once the model exists), one BDP and the send quanta: what exceeds
+        // the BDP waits in the bottleneck's queue, in front of every interactive packet, so
+        // the window leaves at most the quanta (~3 ms at the rate) there. The rate model still
+        // sees the full rate, so the bound costs little goodput.
+        let target = if self.latency_bound && self.filled_pipe {
+            self.inflight(1.0) - self.quantization_budget() / 3
+        } else {
+            self.inflight(self.cwnd_gain) + self.extra_acked()
+        };
         if self.filled_pipe {
             self.window = (self.window + ev.acked_bytes).min(target);
         } else if self.window < target || ev.rate.delivered < initial_window(self.mss) {
@@ -358,6 +377,10 @@ impl Controller for Bbr {
 
     fn bandwidth(&self) -> Option<f64> {
         (self.btl_bw > 0.0).then_some(self.btl_bw)
+    }
+
+    fn set_latency_bound(&mut self, on: bool) {
+        self.latency_bound = on;
     }
 
     fn in_slow_start(&self) -> bool {

@@ -16,6 +16,8 @@ pub mod cubic;
 pub mod delivery;
 pub mod newreno;
 pub mod pacer;
+#[cfg(test)]
+mod tests;
 
 use crate::path::rtt::RttEstimator;
 use crate::time::Timestamp;
@@ -99,6 +101,11 @@ pub trait Controller: fmt::Debug + Send + Sync {
     fn bandwidth(&self) -> Option<f64> {
         None
     }
+    /// While `on`, keep the path's bottleneck queue near empty at some cost in throughput:
+    /// a latency-sensitive class is active and every packet of it waits behind that queue
+    /// (issue 11). Controllers without a rate model (loss-based ones fill the queue by
+    /// design) ignore it.
+    fn set_latency_bound(&mut self, _on: bool) {}
     /// True while the controller is in slow start (or BBR's startup).
     fn in_slow_start(&self) -> bool;
     /// A copy of the full state, for blackout freeze (seed 003): saved when a path is

@@ -282,6 +282,12 @@ impl Path {
         }
     }
 
+    /// Bounds (or frees) the queue this path keeps at its bottleneck: see
+    /// [`crate::cc::Controller::set_latency_bound`].
+    pub fn set_latency_bound(&mut self, on: bool) {
+        self.cc.set_latency_bound(on);
+    }
+
     /// Room left in the congestion window, in bytes.
     pub fn window_room(&self) -> u64 {
         self.cc.window().saturating_sub(self.in_flight)
@@ -303,7 +309,15 @@ impl Path {
 
     /// When a packet of `bytes` may leave on this path: None while the window is full.
     pub fn ready_at(&mut self, now: Timestamp, bytes: u64) -> Option<Timestamp> {
-        if self.in_flight + bytes > self.cc.window() && self.in_flight > 0 {
+        self.ready_at_over(now, bytes, 0)
+    }
+
+    /// As [`Path::ready_at`], for a packet that may exceed the window by `overdraft` bytes: a
+    /// latency-sensitive datagram does not wait for an ACK behind bulk data that filled the
+    /// window (its few bytes cannot congest the path; QUIC's probe packets pass a full window
+    /// the same way, RFC 9002 §7.5).
+    pub fn ready_at_over(&mut self, now: Timestamp, bytes: u64, overdraft: u64) -> Option<Timestamp> {
+        if self.in_flight + bytes > self.cc.window() + overdraft && self.in_flight > 0 {
             return None;
         }
         Some(self.pacer.release_time(now, bytes))

@@ -7,6 +7,9 @@
 //! * **Minimum rate**: the class's send rate, averaged over about a second; while it is below
 //!   the minimum, the class goes ahead of every priority, so a low-priority class is never
 //!   starved by a busy high-priority one.
+//! * **Latency-sensitive activity**: a class that asks for copies (`redundant`) or has a
+//!   deadline is one that queueing delay hurts (calls, games, DNS). While one has sent in the
+//!   last [`LATENCY_HOLD`], the session bounds every path's queue (issue 11's bufferbloat).
 
 use crate::config::TrafficClass;
 use crate::time::Timestamp;
@@ -15,6 +18,8 @@ use std::time::Duration;
 
 /// The averaging time of the served rate.
 const AVERAGE: Duration = Duration::from_secs(1);
+/// How long a latency-sensitive class's last packet keeps the paths' queues bounded.
+pub(super) const LATENCY_HOLD: Duration = Duration::from_secs(1);
 /// A bucket holds this much time of its rate.
 const BURST_TIME: Duration = Duration::from_millis(20);
 
@@ -31,6 +36,13 @@ struct Meter {
 #[derive(Debug, Default)]
 pub(super) struct ClassLimits {
     meters: BTreeMap<u8, Meter>,
+    /// Until when a latency-sensitive class counts as active.
+    latency_until: Option<Timestamp>,
+}
+
+/// True for a class whose packets queueing delay hurts: it asks for copies or has a deadline.
+pub(super) fn latency_sensitive(c: &TrafficClass) -> bool {
+    c.deadline.is_some() || matches!(c.scheduler, Some(crate::scheduler::Kind::Redundant(_)))
 }
 
 fn burst(max_rate: u64, mtu: usize) -> f64 {
@@ -72,12 +84,20 @@ impl ClassLimits {
 
     /// `bytes` of `class` left.
     pub(super) fn on_sent(&mut self, now: Timestamp, class: u8, c: &TrafficClass, bytes: usize, mtu: usize) {
+        if latency_sensitive(c) {
+            self.latency_until = Some(now + LATENCY_HOLD);
+        }
         if c.max_rate.is_none() && c.min_rate.is_none() {
             return;
         }
         let m = self.meter(now, class, c, mtu);
         m.tokens -= bytes as f64;
         m.served += bytes as f64 / AVERAGE.as_secs_f64();
+    }
+
+    /// True while a latency-sensitive class has sent within [`LATENCY_HOLD`].
+    pub(super) fn latency_active(&self, now: Timestamp) -> bool {
+        self.latency_until.is_some_and(|t| now < t)
     }
 
     /// When the first of `classes` whose maximum rate is spent may send again.

@@ -9,6 +9,7 @@
 //!    the path the scheduler of the content's traffic class picks;
 //! 6. keepalive PINGs on idle paths.
 
+use super::class_limits;
 use super::pinned::Pinned;
 use super::{Session, State, Transmit};
 use crate::config::AckPath;
@@ -431,8 +432,9 @@ impl Session {
         }
     }
 
-    /// Views of every path for the scheduler.
-    pub(super) fn path_views(&mut self, now: Timestamp, bytes: usize) -> Vec<PathView> {
+    /// Views of every path for the scheduler; a packet of `bytes` may pass a full window by
+    /// `overdraft` bytes.
+    pub(super) fn path_views(&mut self, now: Timestamp, bytes: usize, overdraft: u64) -> Vec<PathView> {
         // One-way delays: when acknowledgements ride on the lowest-RTT path, every path's RTT
         // includes that path's return trip (half its RTT); otherwise each path's own.
         let carrier = self
@@ -475,7 +477,7 @@ impl Session {
                     rttvar: p.rtt.var(),
                     cwnd: p.cc.window(),
                     in_flight: p.in_flight,
-                    ready_at: p.ready_at(now, bytes as u64),
+                    ready_at: p.ready_at_over(now, bytes as u64, overdraft),
                     rate,
                     loss_rate: p.monitor.loss_rate,
                     mtu: p.mtu,
@@ -491,6 +493,10 @@ impl Session {
     fn poll_data(&mut self, now: Timestamp, buf: &mut Vec<u8>) -> Option<Transmit> {
         self.next_send = None;
         self.datagrams.expire(now);
+        let latency = self.class_limits.latency_active(now);
+        for p in &mut self.paths {
+            p.set_latency_bound(latency);
+        }
         loop {
             let Some(info) = self.next_packet_info(now) else {
                 // A class held back by its maximum rate is sent again when it may.
@@ -507,7 +513,10 @@ impl Session {
                 }
                 return None;
             };
-            let views = self.path_views(now, info.bytes);
+            // A small latency-sensitive datagram passes a window filled by bulk data.
+            let urgent = info.datagram && class_limits::latency_sensitive(&self.config.class(info.class));
+            let overdraft = if urgent { 2 * self.mtu() as u64 } else { 0 };
+            let views = self.path_views(now, info.bytes, overdraft);
             let decision = self.scheduler_for(info.class).select(now, &views, &info);
             let ready = |id| views.iter().any(|v| v.id == id && v.ready(now));
             match decision {
