@@ -87,6 +87,8 @@ pub struct Driver<R: Role> {
     published: Option<String>,
     /// Live scheduler switches asked for on the status API.
     scheduler_rx: Option<watch::Receiver<Option<Kind>>>,
+    /// Path admission switches asked for on the status API.
+    admission_rx: Option<watch::Receiver<Option<bool>>>,
     /// Receive tasks of the path sockets; they end with the driver, or with their path.
     receivers: JoinSet<()>,
     /// Each path's receive task.
@@ -133,6 +135,7 @@ impl<R: Role> Driver<R> {
             streams: HashMap::new(),
             pending_opens: VecDeque::new(),
             scheduler_rx: board.as_ref().map(|b| b.scheduler_requests()),
+            admission_rx: board.as_ref().map(|b| b.admission_requests()),
             receivers: JoinSet::new(),
             receiving: HashMap::new(),
             board,
@@ -174,11 +177,17 @@ impl<R: Role> Driver<R> {
         let mut requests: Vec<AppMsg> = Vec::new();
         let mut link_msgs: Vec<LinkMsg> = Vec::new();
         let mut switch_to = self.scheduler_rx.as_mut().and_then(|rx| *rx.borrow_and_update());
+        let mut admit = self.admission_rx.as_mut().and_then(|rx| *rx.borrow_and_update());
         self.steer(self.now());
         loop {
             if let Some(kind) = switch_to.take() {
                 tracing::info!(session = %session_label(&self.session), scheduler = kind.name(), "scheduler switched");
                 self.session.set_scheduler(kind);
+                self.publish();
+            }
+            if let Some(on) = admit.take() {
+                tracing::info!(session = %session_label(&self.session), on, "path admission switched");
+                self.session.set_path_admission(on);
                 self.publish();
             }
             let now = self.now();
@@ -272,12 +281,22 @@ impl<R: Role> Driver<R> {
                     None => std::future::pending().await,
                 }
             };
+            let admission = async {
+                match self.admission_rx.as_mut() {
+                    Some(rx) => match rx.changed().await {
+                        Ok(()) => *rx.borrow_and_update(),
+                        Err(_) => std::future::pending().await,
+                    },
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 biased;
                 Some(b) = self.inbox.recv() => received.push(b),
                 Some(m) = self.app_rx.recv() => requests.push(m),
                 Some(m) = links => link_msgs.push(m),
                 Some(k) = switch => switch_to = Some(k),
+                Some(on) = admission => admit = Some(on),
                 _ = self.kick.notified() => {}
                 _ = sleep => {}
                 _ = status_tick => {}

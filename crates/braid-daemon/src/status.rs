@@ -74,6 +74,14 @@ pub struct PathStatus {
     /// Path MTU black holes found on this path (each lowered `mtu`).
     #[serde(default)]
     pub mtu_black_holes: u32,
+    /// Path admission's verdict: false while the path waits in standby as not worth using
+    /// (always true with admission off).
+    #[serde(default = "yes")]
+    pub admitted: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// One session, as published.
@@ -111,6 +119,10 @@ pub struct SessionStatus {
     pub dropped: BTreeMap<String, u64>,
     /// Stream bytes sent again.
     pub retransmitted_bytes: u64,
+    /// Path admission (seed 000's bound, seed 002's rules): paths it finds not worth using
+    /// wait in standby (`admitted: false` on the path).
+    #[serde(default)]
+    pub path_admission: bool,
     /// The daemon's uptime when these counters were read, s: a reader turns the counters of
     /// two documents into rates over exactly its own sampling interval.
     #[serde(default)]
@@ -161,6 +173,8 @@ pub struct StatusBoard {
     started: Instant,
     /// The scheduler an operator asked for (`POST /scheduler`); drivers watch it.
     scheduler: Arc<watch::Sender<Option<Kind>>>,
+    /// Path admission as an operator asked for it (`POST /admission`); drivers watch it.
+    admission: Arc<watch::Sender<Option<bool>>>,
     /// The client's front ends, once attached.
     frontend: Arc<OnceLock<FrontendSource>>,
     /// The client's links, once attached.
@@ -176,6 +190,7 @@ impl StatusBoard {
             inner: Arc::new(RwLock::new(status)),
             started: Instant::now(),
             scheduler: Arc::new(watch::Sender::new(None)),
+            admission: Arc::new(watch::Sender::new(None)),
             frontend: Arc::default(),
             links: Arc::default(),
         }
@@ -240,6 +255,17 @@ impl StatusBoard {
     /// Asks every session's driver to switch to `kind` (now, and for sessions that start later).
     pub fn request_scheduler(&self, kind: Kind) {
         self.scheduler.send_replace(Some(kind));
+    }
+
+    /// Asks every driver to turn path admission on or off (seed 000's bound, seed 002's
+    /// rules), live.
+    pub fn request_admission(&self, on: bool) {
+        self.admission.send_replace(Some(on));
+    }
+
+    /// The operator's admission requests, for a driver to follow.
+    pub fn admission_requests(&self) -> watch::Receiver<Option<bool>> {
+        self.admission.subscribe()
     }
 
     /// The operator's scheduler requests, for a driver to follow.
@@ -308,6 +334,7 @@ pub fn session_status(
                 blackouts: p.stats.blackouts,
                 mtu: p.mtu,
                 mtu_black_holes: p.mtu_black_holes,
+                admitted: p.admitted,
             }
         })
         .collect::<Vec<_>>();
@@ -328,6 +355,7 @@ pub fn session_status(
         paths,
         dropped: s.stats().dropped.iter().map(|(r, n)| (r.label().to_string(), *n)).collect(),
         retransmitted_bytes: s.retransmitted_bytes(),
+        path_admission: s.policy().admission,
         sampled_s: 0.0,
     }
 }
@@ -355,6 +383,21 @@ async fn set_scheduler(State(b): State<StatusBoard>, body: String) -> (StatusCod
         }
         Err(e) => (StatusCode::BAD_REQUEST, format!("{e}\n")),
     }
+}
+
+/// `POST /admission`: the body is `on` or `off`; every session follows at once (a client's
+/// choice also reaches its server in the policy it sends).
+async fn set_admission(State(b): State<StatusBoard>, body: String) -> (StatusCode, String) {
+    let on = match body.trim() {
+        "on" | "true" => true,
+        "off" | "false" => false,
+        other => {
+            return (StatusCode::BAD_REQUEST, format!("path admission is 'on' or 'off', not '{other}'\n"))
+        }
+    };
+    b.request_admission(on);
+    let n = b.snapshot().sessions.len();
+    (StatusCode::OK, format!("path admission {} for {n} session(s)\n", if on { "on" } else { "off" }))
 }
 
 /// `POST /link`: the body is `NAME KEY=VALUE [KEY=VALUE…]` (`wwan0 tier=backup cap=20GB`);
@@ -405,6 +448,7 @@ pub async fn serve(
         )
         .route("/scheduler", post(set_scheduler))
         .route("/link", post(set_link))
+        .route("/admission", post(set_admission))
         .route("/", get(|| async { Html(PAGE) }))
         .layer(axum::middleware::from_fn_with_state(access, crate::control::guard))
         .with_state(board);

@@ -161,3 +161,29 @@ async fn the_server_schedules_downloads_with_the_clients_choice() {
     assert_eq!((s.scheduler_up.as_str(), s.scheduler_down.as_str()), ("wrr", "wrr"), "{s:?}");
     assert_eq!((c.scheduler_up.as_str(), c.scheduler_down.as_str()), ("wrr", "wrr"), "{c:?}");
 }
+
+/// Path admission switched live on the client (the status API's `POST /admission`) reaches
+/// the server in the session's policy: the server keeps a lossy path out of the download
+/// while admission is on (seed 000's loss-disparity rule) and takes it back when it is off;
+/// the download goes on unharmed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn path_admission_switched_live_governs_the_download() {
+    let source = start_source(40 << 20, 29).await.unwrap();
+    let bed = Testbed::start(bed_config(&["40mbit/5ms", "10mbit/10ms/loss=10%"])).await.unwrap();
+    let socks = bed.client.socks_addr.unwrap();
+    let download = tokio::spawn(async move { download_socks(socks, source.addr, |_| {}).await });
+    let server = || bed.server.board.snapshot().sessions[0].clone();
+    assert!(!server().path_admission);
+    bed.client.board.request_admission(true);
+    until(Duration::from_secs(3), || server().path_admission).await;
+    assert!(bed.client.board.snapshot().sessions[0].path_admission);
+    // The lossy path is judged once it has enough samples, then held in standby.
+    until(Duration::from_secs(10), || server().paths.iter().any(|p| !p.admitted)).await;
+    let held = server().paths.into_iter().find(|p| !p.admitted).unwrap();
+    assert!(held.loss > 0.04, "the held path is the lossy one: {held:?}");
+    bed.client.board.request_admission(false);
+    until(Duration::from_secs(3), || !server().path_admission && server().paths.iter().all(|p| p.admitted))
+        .await;
+    let d = download.await.unwrap().unwrap();
+    assert_eq!(d.sha256, source.sha256);
+}

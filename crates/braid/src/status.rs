@@ -29,6 +29,10 @@ pub struct StatusArgs {
     /// Switch the daemon's sessions to this scheduler, live (streams go on), then print.
     #[arg(long, value_name = "NAME")]
     scheduler: Option<String>,
+    /// Turn path admission on or off, live (seed 000's C·B/(R·√p) bound, seed 002's rules:
+    /// a path that would lower the total waits in standby), then print.
+    #[arg(long, value_name = "on|off", value_parser = ["on", "off"])]
+    admission: Option<String>,
     /// Change a link's policy, live (a client): the link's name, then KEY=VALUE settings —
     /// tier=primary|secondary|backup|never, weight=N|auto, max_rate=RATE|none, cap=SIZE|none,
     /// cap_period=daily|weekly|monthly, cap_reset_day=N, cap_reset_hour=H,
@@ -81,28 +85,9 @@ pub fn find_token(addr: SocketAddr, file: Option<&Path>) -> Result<String, Strin
     }
 }
 
-/// Asks the daemon to switch its sessions to scheduler `name`, with the control token from
-/// `token_file` (or found from `addr`). Errors carry the exit code: 1 when the daemon cannot
-/// be reached or its token cannot be read, 2 when it refuses the name or the token.
-pub fn switch_scheduler(
-    addr: SocketAddr,
-    name: &str,
-    token_file: Option<&Path>,
-) -> Result<String, (u8, String)> {
-    post(addr, "/scheduler", name, token_file)
-}
-
-/// Asks the client to change a link's policy: `words` is the link's name, then KEY=VALUE
-/// settings. Errors carry the exit code as for [`switch_scheduler`].
-pub fn set_link(
-    addr: SocketAddr,
-    words: &[String],
-    token_file: Option<&Path>,
-) -> Result<String, (u8, String)> {
-    post(addr, "/link", &words.join(" "), token_file)
-}
-
-/// One authenticated change: `POST path` with `body` and the daemon's control token.
+/// One authenticated change: `POST path` with `body` and the daemon's control token. Errors
+/// carry the exit code: 1 when the daemon cannot be reached or its token cannot be read, 2
+/// when it refuses the change or the token.
 fn post(addr: SocketAddr, path: &str, body: &str, token_file: Option<&Path>) -> Result<String, (u8, String)> {
     let token = find_token(addr, token_file).map_err(|e| (1, e))?;
     let request = format!(
@@ -170,8 +155,15 @@ pub fn table(st: &Status) -> String {
     for s in &st.sessions {
         let up = if s.scheduler_up.is_empty() { "?" } else { &s.scheduler_up };
         o += &format!(
-            "session {} — {} — scheduler up {} / down {} — {} (key phase {}) — {} streams\n",
-            s.id, s.peer, up, s.scheduler_down, s.cipher, s.key_phase, s.streams
+            "session {} — {} — scheduler up {} / down {}{} — {} (key phase {}) — {} streams\n",
+            s.id,
+            s.peer,
+            up,
+            s.scheduler_down,
+            if s.path_admission { ", path admission" } else { "" },
+            s.cipher,
+            s.key_phase,
+            s.streams
         );
         o += &format!(
             "  {:<4} {:<22} {:<8} {:>9} {:>14} {:>14} {:>14} {:>7} {:>7} {:>5}\n",
@@ -191,6 +183,11 @@ pub fn table(st: &Status) -> String {
                 p.packets_lost,
                 p.mtu
             );
+        }
+        let held: Vec<String> = s.paths.iter().filter(|p| !p.admitted).map(|p| p.id.to_string()).collect();
+        if !held.is_empty() {
+            o +=
+                &format!("  paths in standby by path admission (not worth using now): {}\n", held.join(", "));
         }
     }
     if st.sessions.is_empty() {
@@ -234,17 +231,13 @@ pub fn table(st: &Status) -> String {
 
 /// Runs `braid status`.
 pub fn run(args: StatusArgs) -> ExitCode {
-    if let Some(name) = &args.scheduler {
-        match switch_scheduler(args.addr, name, args.token_file.as_deref()) {
-            Ok(msg) => eprintln!("braid status: {msg}"),
-            Err((code, e)) => {
-                eprintln!("braid status: {e}");
-                return ExitCode::from(code);
-            }
-        }
-    }
-    if !args.link.is_empty() {
-        match set_link(args.addr, &args.link, args.token_file.as_deref()) {
+    let changes = [
+        args.scheduler.clone().map(|name| ("/scheduler", name)),
+        args.admission.clone().map(|on| ("/admission", on)),
+        (!args.link.is_empty()).then(|| ("/link", args.link.join(" "))),
+    ];
+    for (path, body) in changes.into_iter().flatten() {
+        match post(args.addr, path, &body, args.token_file.as_deref()) {
             Ok(msg) => eprintln!("braid status: {msg}"),
             Err((code, e)) => {
                 eprintln!("braid status: {e}");
