@@ -8,6 +8,9 @@ use crate::time::Timestamp;
 use smallvec::SmallVec;
 use std::collections::VecDeque;
 
+/// Frames recorded for one packet (two inline: most packets carry one or two).
+pub type FrameRecords = SmallVec<[SentFrame; 2]>;
+
 /// A frame a packet carried, as far as acknowledgement and loss need to know.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SentFrame {
@@ -57,7 +60,7 @@ pub struct SentPacket {
     /// Delivery-rate snapshot.
     pub rate: PacketRateState,
     /// What it carried.
-    pub frames: SmallVec<[SentFrame; 2]>,
+    pub frames: FrameRecords,
 }
 
 /// Outstanding packets of one path, indexed by packet number.

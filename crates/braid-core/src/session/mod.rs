@@ -27,6 +27,7 @@ use crate::monitor::MonitorState;
 use crate::path::sent::SentPacket;
 use crate::path::{Path, PathId, PathState, PathStats};
 use crate::scheduler::{self, Scheduler};
+use crate::side::Side;
 use crate::stream::{StreamError, StreamEvent, StreamId, StreamLimits, Streams};
 use crate::time::Timestamp;
 use crate::wire::{PathStatusKind, SessionId};
@@ -41,15 +42,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use recv::DropReason;
-
-/// Which end of the session we are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Side {
-    /// Opens the session and its paths.
-    Client,
-    /// Admits clients and answers.
-    Server,
-}
 
 /// Why a session ended.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,9 +4,9 @@
 //! dropped there when its deadline passes. When a path goes silent or away, its datagrams go
 //! back to the head of their class queues and its copies are dropped.
 
-use super::send::FrameRecords;
 use super::{Session, Transmit};
 use crate::datagram::OutgoingDatagram;
+use crate::path::sent::FrameRecords;
 use crate::path::sent::SentFrame;
 use crate::path::PathId;
 use crate::time::Timestamp;

@@ -14,26 +14,21 @@ use super::pinned::Pinned;
 use super::{Session, State, Transmit};
 use crate::config::AckPath;
 use crate::datagram::OutgoingDatagram;
-use crate::path::sent::{SentFrame, SentPacket};
+use crate::path::sent::{FrameRecords, SentFrame, SentPacket};
 use crate::path::PathState;
 use crate::scheduler::{Decision, PacketInfo, PathView};
 use crate::time::Timestamp;
 use crate::wire::frame::encode;
 use crate::wire::PathStatusKind;
-use crate::wire::{DataHeader, DATA_HEADER_LEN, MIN_DATAGRAM, TAG_LEN};
+use crate::wire::{DataHeader, DATA_HEADER_LEN, MIN_DATAGRAM, MIN_PROBE_BUDGET, TAG_LEN};
 use smallvec::SmallVec;
 use std::time::Duration;
-
-/// Frames recorded for one packet.
-pub(super) type FrameRecords = SmallVec<[SentFrame; 2]>;
 
 /// Room below which a packet is considered full.
 const MIN_FRAME_ROOM: usize = 24;
 /// A path that sends only ACKs makes one of them ack-eliciting this often, so that it learns
 /// its RTT and notices when it goes silent.
 const LIVENESS_MIN: Duration = Duration::from_millis(50);
-/// The smallest packet worth sending on a path under anti-amplification limits.
-pub(super) const MIN_PROBE_BUDGET: usize = DATA_HEADER_LEN + TAG_LEN + 20;
 
 /// A class ranking that admits `class` alone: what fills a packet its scheduler placed. (With
 /// one class admitted its priority does not matter.)

@@ -16,10 +16,10 @@
 //!
 //! `poll_timeout` is the minimum of the table; `handle_timeout` acts on every expired entry.
 
-use super::send::MIN_PROBE_BUDGET;
 use super::{CloseReason, Session, State};
 use crate::path::{PathId, PathState};
 use crate::time::Timestamp;
+use crate::wire::MIN_PROBE_BUDGET;
 use std::time::Duration;
 
 /// A path that could not be validated within this time is given up.

@@ -8,7 +8,7 @@
 pub mod recv;
 pub mod send;
 
-use crate::session::Side;
+use crate::side::Side;
 use crate::wire::frame::encode;
 use crate::wire::varint;
 use bytes::Bytes;

@@ -57,6 +57,8 @@ pub const DATA_HEADER_LEN: usize = 1 + 8 + 1 + 4;
 pub const TAG_LEN: usize = 16;
 /// Bytes a DATA packet adds around its frames.
 pub const DATA_OVERHEAD: usize = DATA_HEADER_LEN + TAG_LEN;
+/// The smallest packet worth sending on a path under anti-amplification limits.
+pub const MIN_PROBE_BUDGET: usize = DATA_OVERHEAD + 20;
 
 /// Noise IK message 1 payload: client session id + timestamp + preferred cipher.
 pub const HANDSHAKE_INIT_PAYLOAD_LEN: usize = 8 + 8 + 1;
