@@ -161,7 +161,10 @@ impl SeenWindow {
 #[derive(Debug, Default)]
 pub struct Datagrams {
     outgoing: BTreeMap<u8, VecDeque<OutgoingDatagram>>,
+    /// Datagrams in `outgoing` (kept, not counted: the sender asks on every packet).
     outgoing_len: usize,
+    /// Payload bytes in `outgoing`, likewise.
+    outgoing_bytes: u64,
     incoming: VecDeque<Datagram>,
     next_seq: BTreeMap<u8, u64>,
     /// Counters by class.
@@ -194,6 +197,7 @@ impl Datagrams {
         let d = OutgoingDatagram { class, seq: *seq, data, deadline };
         *seq += 1;
         self.stats.entry(class).or_default().queued += 1;
+        self.outgoing_bytes += d.data.len() as u64;
         self.outgoing.entry(class).or_default().push_back(d);
         self.outgoing_len += 1;
         if self.outgoing_len > self.limit {
@@ -204,8 +208,7 @@ impl Datagrams {
                 .max_by_key(|(c, _)| priority(**c))
                 .map(|(c, _)| *c);
             if let Some(c) = worst {
-                if self.outgoing.get_mut(&c).and_then(|q| q.pop_front()).is_some() {
-                    self.outgoing_len -= 1;
+                if self.take_front(c).is_some() {
                     self.stats.entry(c).or_default().overflowed += 1;
                 }
             }
@@ -230,13 +233,22 @@ impl Datagrams {
     /// Puts a datagram back at the head of its class queue (it was waiting on a path that
     /// went away).
     pub fn push_front(&mut self, d: OutgoingDatagram) {
+        self.outgoing_bytes += d.data.len() as u64;
         self.outgoing.entry(d.class).or_default().push_front(d);
         self.outgoing_len += 1;
     }
 
+    /// Takes the head of `class`'s queue, keeping the counts.
+    fn take_front(&mut self, class: u8) -> Option<OutgoingDatagram> {
+        let d = self.outgoing.get_mut(&class)?.pop_front()?;
+        self.outgoing_len -= 1;
+        self.outgoing_bytes -= d.data.len() as u64;
+        Some(d)
+    }
+
     /// Bytes of datagram payload waiting in the class queues.
     pub fn queued_bytes(&self) -> u64 {
-        self.outgoing.values().flatten().map(|d| d.data.len() as u64).sum()
+        self.outgoing_bytes
     }
 
     /// Every class that offered datagrams, with its (mean, peak) rate in bytes/s.
@@ -250,22 +262,28 @@ impl Datagrams {
             .collect()
     }
 
-    /// Takes the datagram `peek` returned.
-    pub fn pop(&mut self, class: u8) -> Option<OutgoingDatagram> {
-        let d = self.outgoing.get_mut(&class)?.pop_front()?;
-        self.outgoing_len -= 1;
-        Some(d)
+    /// Takes the datagram `peek` returned: the head of `class`'s queue, passing over (and
+    /// counting) any whose deadline has passed by `now`.
+    pub fn pop(&mut self, class: u8, now: Timestamp) -> Option<OutgoingDatagram> {
+        loop {
+            let d = self.take_front(class)?;
+            if d.deadline.is_none_or(|t| t > now) {
+                return Some(d);
+            }
+            self.stats.entry(class).or_default().expired += 1;
+        }
     }
 
-    /// Drops datagrams whose deadline has passed.
+    /// Drops datagrams whose deadline has passed from the heads of the queues. A class's
+    /// deadlines grow along its queue (each is its push time plus the class's deadline), so
+    /// this is O(expired); one queued behind a later deadline (the class's deadline was
+    /// shortened live) is caught by `pop`, never sent late.
     pub fn expire(&mut self, now: Timestamp) {
-        for (class, q) in self.outgoing.iter_mut() {
-            let before = q.len();
-            q.retain(|d| d.deadline.is_none_or(|t| t > now));
-            let gone = before - q.len();
-            if gone > 0 {
-                self.outgoing_len -= gone;
-                self.stats.entry(*class).or_default().expired += gone as u64;
+        let classes: smallvec::SmallVec<[u8; 8]> = self.outgoing.keys().copied().collect();
+        for class in classes {
+            while self.outgoing[&class].front().is_some_and(|d| d.deadline.is_some_and(|t| t <= now)) {
+                self.take_front(class);
+                self.stats.entry(class).or_default().expired += 1;
             }
         }
     }
@@ -338,5 +356,29 @@ mod tests {
         assert!((mean - 10_000.0).abs() < 1.0 && (peak - 10_000.0).abs() < 1.0, "{mean} {peak}");
         let (mean, _) = m.rates(t(20_000));
         assert_eq!(mean, 0.0, "idle for long: nothing offered");
+    }
+
+    #[test]
+    fn queued_bytes_and_expiry_follow_every_change() {
+        let t = |ms: u64| Timestamp::from_nanos(ms * 1_000_000);
+        let mut d = Datagrams::new(3);
+        let prio = |c: u8| c;
+        d.push(t(0), 1, Bytes::from_static(b"aaaa"), Some(t(100)), prio);
+        d.push(t(10), 1, Bytes::from_static(b"bb"), Some(t(110)), prio);
+        d.push(t(20), 2, Bytes::from_static(b"c"), None, prio);
+        assert_eq!(d.queued_bytes(), 7);
+        // Full: the oldest of the least important class (2) makes room.
+        d.push(t(30), 1, Bytes::from_static(b"ddd"), Some(t(50)), prio);
+        assert_eq!((d.queued_bytes(), d.stats[&2].overflowed), (9, 1));
+        // Expiry takes the expired heads only: "aaaa" (100 ms), not "bb" (110 ms).
+        d.expire(t(105));
+        assert_eq!((d.queued_bytes(), d.stats[&1].expired), (5, 1));
+        // "ddd" (deadline 50 ms, queued behind a later deadline) is never handed out late.
+        let first = d.pop(1, t(105)).unwrap();
+        assert_eq!(&first.data[..], b"bb");
+        assert!(d.pop(1, t(105)).is_none());
+        assert_eq!((d.queued_bytes(), d.stats[&1].expired, d.has_outgoing()), (0, 2, false));
+        d.push_front(first);
+        assert_eq!(d.queued_bytes(), 2);
     }
 }

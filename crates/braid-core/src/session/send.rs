@@ -523,7 +523,7 @@ impl Session {
                     if info.datagram {
                         // Committed to a path that cannot send yet: it waits in that path's
                         // queue.
-                        if let Some(d) = self.datagrams.pop(info.class) {
+                        if let Some(d) = self.datagrams.pop(info.class, now) {
                             self.pin(id, Pinned::Datagram(d));
                         }
                         continue;
@@ -539,7 +539,7 @@ impl Session {
                         return Some(self.build_data(now, first, info.class, buf, &idxs[1..]));
                     }
                     if info.datagram {
-                        if let Some(d) = self.datagrams.pop(info.class) {
+                        if let Some(d) = self.datagrams.pop(info.class, now) {
                             for &i in &idxs {
                                 let id = self.paths[i].id;
                                 self.pin(id, Pinned::Datagram(d.clone()));
@@ -562,7 +562,7 @@ impl Session {
                 }
                 Decision::Wait(t) => return self.wait(now, &views, t),
                 Decision::Drop => {
-                    if !self.drop_head_datagram(info.class) {
+                    if !self.drop_head_datagram(now, info.class) {
                         return None;
                     }
                 }
@@ -617,8 +617,8 @@ impl Session {
         self.class_limits.on_sent(now, class, &c, bytes, mtu);
     }
 
-    fn drop_head_datagram(&mut self, class: u8) -> bool {
-        if self.datagrams.pop(class).is_some() {
+    fn drop_head_datagram(&mut self, now: Timestamp, class: u8) -> bool {
+        if self.datagrams.pop(class, now).is_some() {
             self.datagrams.count_expired(class);
             true
         } else {
@@ -654,7 +654,7 @@ impl Session {
                 break;
             }
             // Within a class, datagrams go first (they are the time-critical content).
-            if let Some(d) = self.datagrams.pop(class) {
+            if let Some(d) = self.datagrams.pop(class, now) {
                 if !self.write_datagram(now, &mut b, buf, &d) {
                     self.datagrams.push_front(d);
                     break;
