@@ -381,8 +381,7 @@ impl Session {
             || !self.path_control.status.is_empty()
             || !self.path_control.abandon.is_empty()
             || (self.policy.due && self.is_established())
-            || !self.streams.pending_resets().is_empty()
-            || !self.streams.pending_stops().is_empty()
+            || self.streams.has_pending_resets_or_stops()
     }
 
     /// What the next data packet would carry, for the scheduler. None when there is nothing.

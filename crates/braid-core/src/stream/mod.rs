@@ -747,6 +747,12 @@ impl Streams {
         }
     }
 
+    /// True when a RESET_STREAM or STOP_SENDING waits to be sent (one pass, no allocation:
+    /// the sender asks before every packet).
+    pub fn has_pending_resets_or_stops(&self) -> bool {
+        self.streams.values().any(|s| s.send.reset_pending || s.recv.stop_pending)
+    }
+
     /// Streams with RESET_STREAM to send: (id, code, final size).
     pub fn pending_resets(&self) -> Vec<(u64, u64, u64)> {
         self.streams
