@@ -61,11 +61,6 @@ impl Session {
         }
     }
 
-    /// Bytes waiting on path `id`.
-    pub(super) fn pinned_bytes(&self, id: PathId) -> u64 {
-        self.pinned.get(&id).map_or(0, |q| q.iter().map(Pinned::bytes).sum())
-    }
-
     /// Drops what waited past its deadline, counting datagrams as expired.
     pub(super) fn expire_pinned(&mut self, now: Timestamp) {
         for (id, q) in self.pinned.iter_mut() {

@@ -440,8 +440,7 @@ impl Session {
         let offloaded = self.config.ack_path == AckPath::LowestRtt;
         let admission = self.config.path_admission;
         let engaged = self.secondary_engaged(now);
-        let queued: Vec<(crate::path::PathId, u64)> =
-            self.paths.iter().map(|p| (p.id, self.pinned_bytes(p.id))).collect();
+        let pinned = &self.pinned;
         self.paths
             .iter_mut()
             .filter(|p| p.state != PathState::Closed)
@@ -477,7 +476,7 @@ impl Session {
                     mtu: p.mtu,
                     admitted: p.admitted || !admission,
                     one_way_delay,
-                    queued_bytes: queued.iter().find(|(id, _)| *id == p.id).map_or(0, |(_, b)| *b),
+                    queued_bytes: pinned.get(&p.id).map_or(0, |q| q.iter().map(Pinned::bytes).sum()),
                     weight: p.weight,
                 }
             })
