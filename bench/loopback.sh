@@ -3,11 +3,13 @@
 # 127.0.0.1 and 127.0.0.2), next to a plain TCP copy over loopback, in one run.
 # Prints Gbit/s and CPU-seconds per GB (user+system of the processes involved).
 # Needs: iperf3. Usage: bench/loopback.sh [SECONDS] [CONGESTION]
+# BRAID=path/to/braid measures that binary instead of building this tree's (side-by-side
+# comparisons of two builds).
 set -euo pipefail
 SECS=${1:-10}
 cd "$(dirname "$0")/.."
-cargo build -q --release -p braid
-B=$PWD/target/release/braid
+if [ -z "${BRAID:-}" ]; then cargo build -q --release -p braid; fi
+B=${BRAID:-$PWD/target/release/braid}
 T=$(mktemp -d)
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$T"; }

@@ -26,6 +26,8 @@ use tokio::time::Instant;
 const SEND_BUDGET: usize = 512;
 /// Largest GSO batch in bytes.
 const MAX_BATCH: usize = 64000;
+/// Batch buffers a driver keeps between rounds (one per path is the common case).
+const SPARE_BATCHES: usize = 8;
 /// How often the status board is refreshed.
 const STATUS_EVERY: Duration = Duration::from_millis(500);
 /// Bytes read from a stream per `read_chunk`.
@@ -93,6 +95,8 @@ pub struct Driver<R: Role> {
     receivers: JoinSet<()>,
     /// Each path's receive task.
     receiving: HashMap<PathId, tokio::task::AbortHandle>,
+    /// Batch buffers kept between transmit rounds (no 64 KB allocation per batch).
+    spare: Vec<Vec<u8>>,
 }
 
 /// How a driver is wired.
@@ -138,6 +142,7 @@ impl<R: Role> Driver<R> {
             admission_rx: board.as_ref().map(|b| b.admission_requests()),
             receivers: JoinSet::new(),
             receiving: HashMap::new(),
+            spare: Vec::new(),
             board,
             peer_label,
             rates: RateMemory::default(),
@@ -544,16 +549,18 @@ impl<R: Role> Driver<R> {
             };
             sent += 1;
             let key = (t.path, t.destination, t.source);
-            let max = self.route(t.path).map_or(1, |(s, _)| s.max_segments());
             let i = match batches.iter().position(|b| b.key == key) {
-                Some(i) if batches[i].fits(t.size, max) => i,
+                Some(i) if batches[i].fits(t.size) => i,
                 Some(i) => {
-                    let full = std::mem::replace(&mut batches[i], Batch::new(key, t.size));
-                    full.send(self.route(t.path)).await;
+                    let next = self.new_batch(key, t.size);
+                    let full = std::mem::replace(&mut batches[i], next);
+                    let buf = full.send(self.route(t.path)).await;
+                    self.spare.push(buf);
                     i
                 }
                 None => {
-                    batches.push(Batch::new(key, t.size));
+                    let b = self.new_batch(key, t.size);
+                    batches.push(b);
                     batches.len() - 1
                 }
             };
@@ -561,9 +568,19 @@ impl<R: Role> Driver<R> {
         }
         for b in batches {
             let route = self.route(b.key.0);
-            b.send(route).await;
+            let buf = b.send(route).await;
+            self.spare.push(buf);
         }
+        self.spare.truncate(SPARE_BATCHES);
         more
+    }
+
+    /// A batch for packets of `segment` bytes to `key`, in a spare buffer when there is one.
+    fn new_batch(&mut self, key: (PathId, SocketAddr, Option<SocketAddr>), segment: usize) -> Batch {
+        let max_segments = self.route(key.0).map_or(1, |(s, _)| s.max_segments());
+        let mut data = self.spare.pop().unwrap_or_else(|| Vec::with_capacity(MAX_BATCH));
+        data.clear();
+        Batch { key, data, segment, max_segments, count: 0, closed: false }
     }
 
     /// The socket of a path and whether the driver picks the source address (server).
@@ -605,20 +622,18 @@ struct Batch {
     key: (PathId, SocketAddr, Option<SocketAddr>),
     data: Vec<u8>,
     segment: usize,
+    /// Most segments the path's socket takes in one send.
+    max_segments: usize,
     count: usize,
     /// A segment shorter than `segment` was added: it must be the last.
     closed: bool,
 }
 
 impl Batch {
-    fn new(key: (PathId, SocketAddr, Option<SocketAddr>), segment: usize) -> Self {
-        Batch { key, data: Vec::with_capacity(MAX_BATCH), segment, count: 0, closed: false }
-    }
-
-    fn fits(&self, size: usize, max_segments: usize) -> bool {
+    fn fits(&self, size: usize) -> bool {
         !self.closed
             && size <= self.segment
-            && self.count < max_segments
+            && self.count < self.max_segments
             && self.data.len() + size <= MAX_BATCH
     }
 
@@ -632,16 +647,18 @@ impl Batch {
 
     /// Sends the batch (free of the driver, so that no borrow of the session is held across
     /// the await).
-    async fn send(self, route: Option<(UdpLink, bool)>) {
+    /// Returns the buffer for the next batch.
+    async fn send(self, route: Option<(UdpLink, bool)>) -> Vec<u8> {
         let (path, dest, source) = self.key;
-        let Some((sock, choose_source)) = route else { return };
+        let Some((sock, choose_source)) = route else { return self.data };
         if self.data.is_empty() {
-            return;
+            return self.data;
         }
         let seg = (self.count > 1).then_some(self.segment);
         let src = if choose_source { source.map(|s| s.ip()) } else { None };
         if let Err(e) = sock.send(dest, src, &self.data, seg).await {
             tracing::debug!(path, %dest, error = %e, "send failed");
         }
+        self.data
     }
 }
