@@ -11,6 +11,7 @@
 //!   deadline is one that queueing delay hurts (calls, games, DNS). While one has sent in the
 //!   last [`LATENCY_HOLD`], the session bounds every path's queue (issue 11's bufferbloat).
 
+use super::timing::LATENCY_HOLD;
 use crate::config::TrafficClass;
 use crate::time::Timestamp;
 use std::collections::BTreeMap;
@@ -18,8 +19,6 @@ use std::time::Duration;
 
 /// The averaging time of the served rate.
 const AVERAGE: Duration = Duration::from_secs(1);
-/// How long a latency-sensitive class's last packet keeps the paths' queues bounded.
-pub(super) const LATENCY_HOLD: Duration = Duration::from_secs(1);
 /// A bucket holds this much time of its rate.
 const BURST_TIME: Duration = Duration::from_millis(20);
 

@@ -15,6 +15,7 @@ mod policy;
 mod recv;
 mod send;
 mod timers;
+pub mod timing;
 
 use crate::config::{ClientConfig, SessionConfig};
 use crate::crypto::cookie::CookieJar;

@@ -9,6 +9,7 @@
 //! * every 500 ms path admission runs (`scheduler::admission`) and moves paths between active
 //!   and standby, no path more often than every 2 s.
 
+use super::timing::{ADMISSION, HOUSEKEEPING, PAIRS_AFTER_DATA, STANDBY_PROBE};
 use super::Session;
 use crate::path::PathState;
 use crate::scheduler::admission::{self, Candidate};
@@ -17,16 +18,9 @@ use crate::time::Timestamp;
 use crate::wire::PathStatusKind;
 use std::time::Duration;
 
-/// How often the periodic work runs.
-const HOUSEKEEPING: Duration = Duration::from_millis(100);
-/// How often path admission runs.
-const ADMISSION: Duration = Duration::from_millis(500);
-/// A path in standby is probed at most this often while the session carries data…
-const STANDBY_PROBE: Duration = Duration::from_millis(200);
-/// …with probes of about this many bytes on the wire.
+/// A path in standby is probed at most every [`STANDBY_PROBE`] while the session carries
+/// data, with probes of about this many bytes on the wire.
 const PING_BYTES: f64 = 80.0;
-/// Packet pairs are repeated for this long after the last application data left.
-const PAIRS_AFTER_DATA: Duration = Duration::from_secs(5);
 
 impl Session {
     /// Runs the periodic work if it is due.

@@ -3,6 +3,7 @@
 //! run the scheduler, classes and path limits the client chose. Also where secondary-tier
 //! paths are engaged.
 
+use super::timing::{SECONDARY_HOLD, SECONDARY_SATURATION};
 use super::{Session, Side};
 use crate::config::TrafficClass;
 use crate::path::{Path, PathId};
@@ -11,13 +12,6 @@ use crate::scheduler::Kind;
 use crate::time::Timestamp;
 use crate::wire::PathStatusKind;
 use std::sync::Arc;
-use std::time::Duration;
-
-/// Secondary paths are engaged when the active ones would take longer than this to send what
-/// waits (the backup scheduler's saturation rule)…
-pub const SECONDARY_SATURATION: Duration = Duration::from_millis(50);
-/// …and stay engaged this long after the last time they were needed.
-pub const SECONDARY_HOLD: Duration = Duration::from_secs(1);
 
 /// Where the session's policy stands.
 #[derive(Debug, Default)]

@@ -172,7 +172,7 @@ impl Session {
             return self.drop_packet(DropReason::UnknownSession);
         }
         // The RTT of the handshake is a first sample, when unambiguous (one message sent).
-        let rtt_sample = (*tries == 1).then(|| now - (*next_send - super::timers::handshake_backoff(1)));
+        let rtt_sample = (*tries == 1).then(|| now - (*next_send - super::timing::handshake_backoff(1)));
         match initiator.read_response(noise) {
             Err(_) => self.drop_packet(DropReason::HandshakeDecrypt),
             Ok(Response::Refused) => self.end(super::CloseReason::Refused),

@@ -11,6 +11,7 @@
 
 use super::class_limits;
 use super::pinned::Pinned;
+use super::timing::LIVENESS_MIN;
 use super::{Session, State, Transmit};
 use crate::config::AckPath;
 use crate::datagram::OutgoingDatagram;
@@ -26,9 +27,6 @@ use std::time::Duration;
 
 /// Room below which a packet is considered full.
 const MIN_FRAME_ROOM: usize = 24;
-/// A path that sends only ACKs makes one of them ack-eliciting this often, so that it learns
-/// its RTT and notices when it goes silent.
-const LIVENESS_MIN: Duration = Duration::from_millis(50);
 
 /// A class ranking that admits `class` alone: what fills a packet its scheduler placed. (With
 /// one class admitted its priority does not matter.)
@@ -63,7 +61,7 @@ impl Session {
                     return None;
                 }
                 *tries += 1;
-                *next_send = now + super::timers::handshake_backoff(*tries);
+                *next_send = now + super::timing::handshake_backoff(*tries);
                 buf.extend_from_slice(&initiator.init_packet);
                 let p = &self.paths[0];
                 return Some(Transmit { path: 0, destination: p.remote, source: p.local, size: buf.len() });

@@ -16,14 +16,11 @@
 //!
 //! `poll_timeout` is the minimum of the table; `handle_timeout` acts on every expired entry.
 
+use super::timing::VALIDATION_TIMEOUT;
 use super::{CloseReason, Session, State};
 use crate::path::{PathId, PathState};
 use crate::time::Timestamp;
 use crate::wire::MIN_PROBE_BUDGET;
-use std::time::Duration;
-
-/// A path that could not be validated within this time is given up.
-pub const VALIDATION_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A named timer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,11 +47,6 @@ pub enum Timer {
     ValidationResend(PathId),
     /// Validation deadline.
     ValidationDeadline(PathId),
-}
-
-/// Delay before the `tries`-th resend of handshake message 1.
-pub(super) fn handshake_backoff(tries: u32) -> Duration {
-    Duration::from_millis(500) * (1 << tries.saturating_sub(1).min(2))
 }
 
 impl Session {
