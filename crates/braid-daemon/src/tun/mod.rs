@@ -52,6 +52,18 @@ pub const DEFAULT_TABLE: u32 = 2845;
 const TO_TUN_QUEUE: usize = 1024;
 /// Per-connection TCP buffers of the stack, each way.
 const STACK_BUFFER: u32 = 1 << 20;
+/// The user-space stack's MTU: the largest IP packet. TCP needs no path MTU inside the host,
+/// so the stack sends segments as large as the application's kernel admits — see
+/// [`ADVMSS_V4`] — and a download crosses the stack and the device in 64 KiB packets
+/// instead of MTU-sized ones (one stack poll, one copy and one write each).
+const STACK_MTU: usize = 65535;
+/// The MSS the kernel advertises on connections routed into the TUN (the routes' `advmss`):
+/// the largest TCP segment the stack's MTU carries over IPv4 (minus 20 + 20 bytes of headers)
+/// and IPv6 (40 + 20). The routes keep the device MTU, so what the kernel sends into the TUN —
+/// TCP segments, UDP datagrams — is no larger than before.
+const ADVMSS_V4: u32 = STACK_MTU as u32 - 40;
+/// See [`ADVMSS_V4`].
+const ADVMSS_V6: u32 = STACK_MTU as u32 - 60;
 
 /// TUN mode settings (`[tun]` in the client file).
 #[derive(Debug, Clone, PartialEq)]
@@ -378,12 +390,12 @@ fn apply(settings: &TunSettings, changes: &Changes, default_route: bool, ipv6: b
         }
     }
     for (addr, len) in routes {
-        let fam = if addr.is_ipv4() { "-4" } else { "-6" };
+        let (fam, advmss) = if addr.is_ipv4() { ("-4", ADVMSS_V4) } else { ("-6", ADVMSS_V6) };
         let prefix = format!("{addr}/{len}");
-        system::ip(
-            &[fam, "route", "replace", &prefix, "dev", &settings.name, "table", &table].map(String::from),
-        )
-        .map_err(fail)?;
+        let advmss = advmss.to_string();
+        let route =
+            [fam, "route", "replace", &prefix, "dev", &settings.name, "table", &table, "advmss", &advmss];
+        system::ip(&route.map(String::from)).map_err(fail)?;
     }
     for r in &changes.rules {
         system::ip(r).map_err(fail)?;
@@ -412,7 +424,7 @@ fn run(
 ) -> Result<Vec<JoinHandle<()>>, Failure> {
     let (stack, runner, _, listener) = netstack_smoltcp::StackBuilder::default()
         .enable_tcp(true)
-        .mtu(usize::from(settings.mtu))
+        .mtu(STACK_MTU)
         .tcp_recv_buffer_size(STACK_BUFFER)
         .tcp_send_buffer_size(STACK_BUFFER)
         .build()
