@@ -325,6 +325,7 @@ fn run_one(ctx: &Ctx, lab: &mut Lab, c: &Contender, w: &Workload, rep: u32) -> R
         duration: w.duration,
         direction: w.direction,
         traffic,
+        parallel: w.parallel,
     };
     let events = if w.kind == WorkloadKind::Cut { schedule(&ctx.scenario.links) } else { Vec::new() };
     let raw_rel = PathBuf::from("raw").join(&wname).join(format!("{}-{rep}.json", c.name()));

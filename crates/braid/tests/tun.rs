@@ -8,7 +8,8 @@
 
 mod tunlab;
 
-use std::net::SocketAddr;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 use tunlab::*;
 
@@ -108,6 +109,48 @@ fn tun_carries_tcp_udp_dns_and_ping_and_a_download_survives_a_link_cut() {
     let client = lab.procs.len() - 1;
     assert!(lab.signal(client, libc::SIGTERM).success());
     assert_eq!(lab.host_state(), before, "routes, rules or DNS not restored after SIGTERM");
+}
+
+#[test]
+fn a_tun_tcp_connection_is_reset_not_ended_when_the_session_dies() {
+    if !can_run(TOOLS) {
+        return;
+    }
+    // 10 Mbit/s towards the client: 32 MB would take ~27 s, so the transfer is under way when
+    // the server dies; a short idle timeout ends the client's session soon after.
+    let mut lab = Lab::new("k", 1, Some(10));
+    lab.serve_http(blob(32 << 20));
+    lab.start_client(&["--set=session.idle_timeout=2s"]);
+    let (started, under_way) = std::sync::mpsc::channel();
+    let app = in_netns(&lab.client, move || {
+        let to = SocketAddr::new(TARGET4.parse().unwrap(), HTTP_PORT);
+        let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(5)).map_err(|e| (e.kind(), 0))?;
+        s.write_all(b"GET /blob HTTP/1.0\r\n\r\n").map_err(|e| (e.kind(), 0))?;
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut buf = vec![0u8; 65536];
+        let mut got = 0usize;
+        loop {
+            match s.read(&mut buf) {
+                Ok(0) => return Ok(got),
+                Ok(n) => {
+                    got += n;
+                    if got >= 1 << 20 && got - n < 1 << 20 {
+                        let _ = started.send(());
+                    }
+                }
+                Err(e) => return Err((e.kind(), got)),
+            }
+        }
+    });
+    under_way.recv_timeout(Duration::from_secs(20)).expect("1 MB of the download through the TUN");
+    let server = &mut lab.procs[0];
+    server.kill().unwrap();
+    server.wait().unwrap();
+    match app.join().unwrap() {
+        Err((ErrorKind::ConnectionReset, got)) => eprintln!("reset after {got} bytes, as it should"),
+        Err((kind, got)) => panic!("the application saw {kind:?} after {got} bytes, not a reset"),
+        Ok(got) => panic!("the application saw a clean end of file after {got} of 32 MB, not a reset"),
+    }
 }
 
 #[test]

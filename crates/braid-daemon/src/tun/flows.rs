@@ -152,6 +152,11 @@ async fn flow(ends: FlowEnds, kind: Kind, mut datagrams: mpsc::Receiver<Bytes>) 
     let mut ready = Vec::new();
     let mut seq: u32 = 0;
     let mut last = Instant::now();
+    // The largest answer so far. A flow is classified by the larger of its own datagram and
+    // this: a QUIC download sends small ACKs, and classified by their size alone it would be
+    // "small-packet UDP" (interactive, duplicated on two paths) — and the server sends the
+    // answers, the download itself, in the class of the client's latest datagram.
+    let mut answer_len = 0usize;
     let clean = loop {
         let due = window.next_deadline().map(Instant::from_std);
         let timer = async {
@@ -163,7 +168,7 @@ async fn flow(ends: FlowEnds, kind: Kind, mut datagrams: mpsc::Receiver<Bytes>) 
         tokio::select! {
             m = datagrams.recv() => {
                 let Some(payload) = m else { break true };
-                let class = ends.front.datagram_class(&target, payload.len(), None);
+                let class = ends.front.datagram_class(&target, payload.len().max(answer_len), None);
                 last = Instant::now();
                 let body = match kind {
                     Kind::Udp { .. } => {
@@ -182,6 +187,7 @@ async fn flow(ends: FlowEnds, kind: Kind, mut datagrams: mpsc::Receiver<Bytes>) 
             }
             Some((_, source, payload)) = answers.recv() => {
                 last = Instant::now();
+                answer_len = answer_len.max(payload.len());
                 let Target::Addr(source) = source else { continue };
                 match kind {
                     Kind::Udp { .. } => {

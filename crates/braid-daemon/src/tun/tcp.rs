@@ -37,11 +37,15 @@ pub async fn serve(mut listener: TcpListener, front: Frontend, counters: Arc<Tun
 }
 
 /// Copies both ways between the stack's connection and the stream until both directions are
-/// done; a failure on either side resets the stream and drops the connection.
+/// done. A failure on either side — the stream reset, the session gone — resets both: the
+/// stream, and the application's connection with an RST, so that the application sees an
+/// error and not a clean end of a transfer that was cut short.
 async fn splice(conn: TcpStream, first: Bytes, reader: StreamReader, writer: StreamWriter) {
+    let aborter = conn.aborter();
     let (mut r, mut w) = tokio::io::split(conn);
     let failed = crate::splice::copy_both(&mut r, &mut w, first, reader, &writer).await;
     if failed {
+        aborter.abort();
         let _ = writer.reset(1).await;
     }
 }

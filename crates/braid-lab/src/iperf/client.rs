@@ -35,6 +35,8 @@ pub struct ClientSpec {
     pub direction: Direction,
     /// TCP or UDP.
     pub traffic: Traffic,
+    /// Parallel streams (`-P`, when over 1).
+    pub parallel: u32,
 }
 
 /// Arguments after `ip netns exec NS`: `[mptcpize run] iperf3 -c …`.
@@ -68,6 +70,9 @@ pub fn client_args(spec: &ClientSpec) -> Vec<String> {
     if spec.direction == Direction::Down {
         a.push("-R".into());
     }
+    if spec.parallel > 1 {
+        a.extend(["-P".into(), spec.parallel.to_string()]);
+    }
     match spec.traffic {
         Traffic::Tcp => a.extend(["-C".into(), "cubic".into()]),
         Traffic::Udp { rate_bps, packet_size } => {
@@ -91,12 +96,29 @@ mod tests {
             duration: Duration::from_secs(10),
             direction: Direction::Down,
             traffic: Traffic::Tcp,
+            parallel: 1,
         })
         .join(" ");
         assert_eq!(
             a,
             "iperf3 -c 10.0.2.2 -p 5202 -t 10 -i 0.1 -J --get-server-output --connect-timeout 5000 -B 10.0.2.1 -R -C cubic"
         );
+    }
+
+    #[test]
+    fn eight_parallel_flows() {
+        let a = client_args(&ClientSpec {
+            host: "10.0.1.2".into(),
+            port: 5201,
+            bind: None,
+            mptcp: false,
+            duration: Duration::from_secs(10),
+            direction: Direction::Up,
+            traffic: Traffic::Tcp,
+            parallel: 8,
+        })
+        .join(" ");
+        assert!(a.ends_with("--connect-timeout 5000 -P 8 -C cubic"), "{a}");
     }
 
     #[test]
@@ -109,6 +131,7 @@ mod tests {
             duration: Duration::from_millis(2500),
             direction: Direction::Up,
             traffic: Traffic::Udp { rate_bps: 4_000_000, packet_size: 1200 },
+            parallel: 1,
         });
         assert_eq!(a[..3], ["mptcpize", "run", "iperf3"]);
         assert!(a

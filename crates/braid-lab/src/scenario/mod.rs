@@ -143,12 +143,23 @@ pub struct Workload {
     pub direction: Direction,
     /// Transfer length.
     pub duration: Duration,
+    /// TCP flows at once (iperf3 `-P`); 1 but for `parallel = N` on a bulk workload.
+    #[serde(default = "one_flow")]
+    pub parallel: u32,
+}
+
+fn one_flow() -> u32 {
+    1
 }
 
 impl Workload {
-    /// Stable name used in reports and file names, e.g. `bulk-up`, `cbr-4mbit-down`, `cut-up`.
+    /// Stable name used in reports and file names, e.g. `bulk-up`, `bulk-p8-up` (8 parallel
+    /// flows), `cbr-4mbit-down`, `cut-up`.
     pub fn name(&self) -> String {
         match self.kind {
+            WorkloadKind::Bulk if self.parallel > 1 => {
+                format!("bulk-p{}-{}", self.parallel, self.direction.as_str())
+            }
             WorkloadKind::Bulk => format!("bulk-{}", self.direction.as_str()),
             WorkloadKind::Cut => format!("cut-{}", self.direction.as_str()),
             WorkloadKind::Cbr { rate_bps, .. } => {

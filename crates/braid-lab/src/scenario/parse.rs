@@ -80,6 +80,7 @@ struct RawWorkload {
     duration: Option<Spanned<String>>,
     rate: Option<Spanned<String>>,
     packet_size: Option<Spanned<i64>>,
+    parallel: Option<Spanned<i64>>,
 }
 
 #[derive(Deserialize)]
@@ -188,7 +189,12 @@ pub fn parse_scenario(file: &str, text: &str, default_name: &str) -> Result<Scen
         workloads.extend(parse_workload(&src, w, duration)?);
     }
     if workloads.is_empty() {
-        workloads.push(Workload { kind: WorkloadKind::Bulk, direction: Direction::Up, duration });
+        workloads.push(Workload {
+            kind: WorkloadKind::Bulk,
+            direction: Direction::Up,
+            duration,
+            parallel: 1,
+        });
     }
     check_workload_names(&src, &raw.workloads, &workloads)?;
     check_cuts(&src, raw_links, &links, &workloads)?;
@@ -301,6 +307,9 @@ fn parse_link(src: &Source, index: usize, raw: &Spanned<RawLink>) -> Result<Link
     Ok(LinkSpec { rate_bps, delay, jitter, loss_percent, queue, cut_at, restore_at })
 }
 
+/// Most parallel flows of a bulk workload (iperf3 allows 128).
+const MAX_PARALLEL: i64 = 128;
+
 fn parse_workload(
     src: &Source,
     raw: &Spanned<RawWorkload>,
@@ -365,7 +374,20 @@ fn parse_workload(
             ))
         }
     };
-    Ok(directions.into_iter().map(|direction| Workload { kind, direction, duration }).collect())
+    let parallel = match &w.parallel {
+        None => 1,
+        Some(p) if kind != WorkloadKind::Bulk => {
+            return Err(src.err(
+                &p.span(),
+                format!("workload kind {kind_name:?} takes no parallel (only \"bulk\" does)"),
+            ))
+        }
+        Some(p) if (1..=MAX_PARALLEL).contains(p.get_ref()) => *p.get_ref() as u32,
+        Some(p) => {
+            return Err(src.err(&p.span(), format!("parallel = {}: must be 1..={MAX_PARALLEL}", p.get_ref())))
+        }
+    };
+    Ok(directions.into_iter().map(|direction| Workload { kind, direction, duration, parallel }).collect())
 }
 
 fn check_workload_names(

@@ -34,6 +34,10 @@ fn shipped_scenarios_parse() {
     assert_eq!(two.links[1].delay, Duration::from_millis(20));
     let names: Vec<String> = two.workloads.iter().map(Workload::name).collect();
     assert_eq!(names, ["bulk-up", "bulk-down", "cbr-4mbit-up"]);
+    let three = parse_scenario("three", files[1].1, "three").unwrap();
+    let names: Vec<String> = three.workloads.iter().map(Workload::name).collect();
+    assert_eq!(names, ["bulk-up", "bulk-down", "bulk-p8-up", "bulk-p8-down"]);
+    assert_eq!(three.workloads[2].parallel, 8);
     let lossy = parse_scenario("lossy", files[2].1, "lossy").unwrap();
     assert_eq!(lossy.links[0].loss_percent, 1.0);
     let cut = parse_scenario("cut", files[3].1, "cut").unwrap();
@@ -131,6 +135,8 @@ fn bad_values_name_their_line() {
         ("[[link]]\nrate = \"1mbit\"\n[[workload]]\nkind = \"bulk\"\ndirection = \"sideways\"\n", 5, "direction"),
         ("[[link]]\nrate = \"1mbit\"\n[[workload]]\nkind = \"bulk\"\nrate = \"1mbit\"\n", 5, "takes no rate"),
         ("[[link]]\nrate = \"1mbit\"\n[[workload]]\nkind = \"cbr\"\n", 3, "needs a rate"),
+        ("[[link]]\nrate = \"1mbit\"\n[[workload]]\nkind = \"cut\"\nparallel = 8\n", 5, "takes no parallel"),
+        ("[[link]]\nrate = \"1mbit\"\n[[workload]]\nkind = \"bulk\"\nparallel = 0\n", 5, "parallel = 0"),
         ("[[link]]\nrate = \"1mbit\"\n[[workload]]\nkind = \"cbr\"\nrate = \"1mbit\"\npacket_size = 9000\n", 6, "packet_size"),
         ("[[link]]\nrate = \"1mbit\"\n[contenders]\nbraid = [\"min rtt\"]\n", 4, "braid scheduler"),
         ("[[link]]\nrate = \"1mbit\"\n[contenders]\nbraid = [\"a\", \"a\"]\n", 4, "twice"),
