@@ -217,8 +217,9 @@ async fn relay(
     let mut ready: Vec<(Target, Bytes)> = Vec::new();
     let mut answer_seq: u32 = 0;
     // Answers go in the class of the client's latest datagram (a call's answers are as
-    // urgent as the call).
+    // urgent as the call), unless they turn out to be a download (see `AnswerRate`).
     let mut class = CLASS_UDP;
+    let mut answers = AnswerRate::default();
     loop {
         let due = window.next_deadline().map(tokio::time::Instant::from_std);
         let timer = async {
@@ -278,9 +279,42 @@ async fn relay(
                     }
                     _ => encode_udp(id, &source, &buf[..n]),
                 };
-                let _ = ends.app.try_send(AppMsg::Datagram(class, d));
+                let bulk = answers.add(std::time::Instant::now(), n);
+                let answer_class = if bulk && class == crate::classes::INTERACTIVE { CLASS_UDP } else { class };
+                let _ = ends.app.try_send(AppMsg::Datagram(answer_class, d));
             }
         }
+    }
+}
+
+/// Answers faster than this (bytes per second over a window) are a download, not a call.
+const BULK_ANSWERS: usize = 250_000;
+/// The window that rate is measured over.
+const ANSWER_WINDOW: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Tells a UDP download from a call by its answers' rate. A client classifies a flow by its
+/// own datagrams, so one small request (iperf3 -u, a QUIC or video download's ACKs) puts the
+/// flow in the duplicated interactive class; the server would then send the whole download
+/// twice. Calls, games and DNS answer at well under 2 Mbit/s; once an association's answers
+/// exceed that over a second they leave the interactive class for good.
+#[derive(Default)]
+struct AnswerRate {
+    window_start: Option<std::time::Instant>,
+    bytes: usize,
+    bulk: bool,
+}
+
+impl AnswerRate {
+    /// Counts an answer of `len` bytes; true once the association is a download.
+    fn add(&mut self, now: std::time::Instant, len: usize) -> bool {
+        let start = *self.window_start.get_or_insert(now);
+        if now.duration_since(start) >= ANSWER_WINDOW {
+            self.window_start = Some(now);
+            self.bytes = 0;
+        }
+        self.bytes += len;
+        self.bulk |= self.bytes > BULK_ANSWERS;
+        self.bulk
     }
 }
 
