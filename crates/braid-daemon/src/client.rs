@@ -332,6 +332,8 @@ pub async fn start_client(settings: ClientSettings) -> Result<ClientHandle, Fail
             links: shared.clone(),
             tx: links_tx.clone(),
             mark: settings.tun.as_ref().map(|t| t.fwmark),
+            board: board.clone(),
+            policies: usage.links(),
         })));
     }
     let connected = Arc::new(AtomicBool::new(false));

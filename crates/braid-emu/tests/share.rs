@@ -137,11 +137,18 @@ fn quick() -> SessionConfig {
 /// Server, own link, sharer (admitting `member` with `limits`) and its WAN link; a client
 /// using both when `client` is set.
 async fn bed(member: Option<StaticSecret>, limits: Limits, client: bool) -> Bed {
+    bed_with(member, limits, client, "20mbit/5ms").await
+}
+
+async fn bed_with(member: Option<StaticSecret>, limits: Limits, client: bool, wan_spec: &str) -> Bed {
     let keys = Keys::generate();
     let server = start_server(server_settings(&keys, quick(), false)).await.unwrap();
     let spec = LinkSpec::parse("20mbit/5ms").unwrap();
     let own = Relay::start("127.0.0.1:0".parse().unwrap(), server.addr, spec.clone(), 1).await.unwrap();
-    let wan = Relay::start("127.0.0.1:0".parse().unwrap(), server.addr, spec, 2).await.unwrap();
+    let wan =
+        Relay::start("127.0.0.1:0".parse().unwrap(), server.addr, LinkSpec::parse(wan_spec).unwrap(), 2)
+            .await
+            .unwrap();
     let tap = tap(wan.addr).await;
     let sharer_key = braid_daemon::keyfile::generate();
     let member_key = member.unwrap_or_else(|| keys.client.clone()).public_key();
@@ -346,4 +353,27 @@ async fn a_sharer_that_stops_mid_download_leaves_the_stream_whole_and_the_own_li
         "only {second} bytes in the second after the first: not back to the own link's 2.5 MB/s"
     );
     c.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_neighbour_path_that_would_lower_the_bound_waits_in_standby() {
+    // 400 ms each way and 5 % loss behind the sharer, next to a 5 ms own link: seed 000's
+    // bound of the group falls with it (the remultiplexing RTT), so it is parked as backup.
+    let b = bed_with(None, Limits::default(), true, "20mbit/400ms/loss=5%").await;
+    let c = b.client.as_ref().unwrap();
+    wait_for_neighbour_path(c).await;
+    let tier = || c.links.lock().policy("via:alice").tier;
+    for _ in 0..150 {
+        if tier() == braid_daemon::linkpolicy::Tier::Backup {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(tier(), braid_daemon::linkpolicy::Tier::Backup, "{:?}", c.board.snapshot().sessions);
+    // A good neighbour next to it stays in use.
+    let good = bed(None, Limits::default(), true).await;
+    let gc = good.client.as_ref().unwrap();
+    wait_for_neighbour_path(gc).await;
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert_eq!(gc.links.lock().policy("via:alice").tier, braid_daemon::linkpolicy::Tier::Primary);
 }

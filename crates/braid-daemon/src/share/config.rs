@@ -302,10 +302,13 @@ pub struct NeighbourSection {
     /// Sharers known beforehand.
     #[serde(default)]
     pub sharer: Vec<StaticSharer>,
+    /// Seed 000's channel selection: a neighbour path that would lower the group's TCP bound
+    /// waits in standby (default true).
+    pub select: Option<bool>,
 }
 
 /// The client's neighbour settings.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct NeighbourSettings {
     /// Browse with mDNS.
     pub discover: bool,
@@ -317,6 +320,21 @@ pub struct NeighbourSettings {
     pub trust: Vec<PublicKey>,
     /// Sharers known beforehand.
     pub sharers: Vec<StaticSharer>,
+    /// Channel selection on.
+    pub select: bool,
+}
+
+impl Default for NeighbourSettings {
+    fn default() -> Self {
+        NeighbourSettings {
+            discover: false,
+            interface: None,
+            community: None,
+            trust: Vec::new(),
+            sharers: Vec::new(),
+            select: true,
+        }
+    }
 }
 
 impl NeighbourSection {
@@ -331,6 +349,7 @@ impl NeighbourSection {
             community: self.community_key.as_deref().map(community_key).transpose()?,
             trust: self.trust.iter().map(|k| k.0).collect(),
             sharers: self.sharer.clone(),
+            select: self.select.unwrap_or(true),
         }))
     }
 }

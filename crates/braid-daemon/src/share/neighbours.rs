@@ -9,6 +9,7 @@
 use super::config::NeighbourSettings;
 use super::mdns::{self, Change, Discovered};
 use super::member::{AllocError, Ask};
+use super::select::{Channel, Selector};
 use super::VIA;
 use crate::client::ActiveLink;
 use crate::driver::LinkMsg;
@@ -40,6 +41,10 @@ pub struct Context {
     pub tx: mpsc::Sender<LinkMsg>,
     /// TUN mode's socket mark.
     pub mark: Option<u32>,
+    /// The client's status, where the paths' RTT and loss are read for channel selection.
+    pub board: crate::status::StatusBoard,
+    /// Link policies: a neighbour path waits in standby as tier backup.
+    pub policies: crate::linkpolicy::table::SharedLinks,
 }
 
 /// The label of the path through sharer `name`.
@@ -82,7 +87,19 @@ pub async fn run(ctx: Context) {
         None
     };
     let mut joined: HashMap<String, (Discovered, JoinHandle<()>)> = HashMap::new();
-    while let Some(change) = rx.recv().await {
+    let mut selector = Selection::default();
+    let mut tick = tokio::time::interval(SELECT_EVERY);
+    loop {
+        let change = tokio::select! {
+            c = rx.recv() => c,
+            _ = tick.tick() => {
+                if ctx.settings.select {
+                    selector.run(&ctx, &joined);
+                }
+                continue;
+            }
+        };
+        let Some(change) = change else { break };
         match change {
             Change::Up(d) => {
                 if !ctx.settings.trust.is_empty() && !ctx.settings.trust.contains(&d.key) {
@@ -107,6 +124,63 @@ pub async fn run(ctx: Context) {
     }
     for full in joined.keys().cloned().collect::<Vec<_>>() {
         leave(&ctx, &mut joined, &full).await;
+    }
+}
+
+/// How often channel selection looks at the paths.
+const SELECT_EVERY: Duration = Duration::from_secs(1);
+/// Packet size B in seed 000's bound.
+const PACKET: f64 = 1400.0;
+
+/// Seed 000's channel selection ([`super::select`]) applied to the live paths: a neighbour path
+/// that would lower the bound is set to tier backup (standby), and back to its own tier when
+/// it would raise it again.
+#[derive(Default)]
+struct Selection {
+    selector: Selector,
+    /// The tier each parked path had before.
+    parked: HashMap<String, crate::linkpolicy::Tier>,
+}
+
+impl Selection {
+    fn run(&mut self, ctx: &Context, joined: &HashMap<String, (Discovered, JoinHandle<()>)>) {
+        let st = ctx.board.snapshot();
+        let Some(session) = st.sessions.first() else { return };
+        let mut own = Vec::new();
+        let mut neighbours = Vec::new();
+        for p in &session.paths {
+            // A path that received nothing has no RTT sample yet, only the initial guess.
+            let (Some(link), true) = (p.link.as_deref(), p.bytes_received > 0) else { continue };
+            let mut ch = Channel { rate: f64::INFINITY, rtt: p.rtt_ms / 1e3, loss: p.loss };
+            if super::is_neighbour_label(link) {
+                let announced =
+                    joined.values().find(|(d, _)| label(&d.name) == link).and_then(|(d, _)| d.capacity);
+                if let Some(c) = announced {
+                    ch.rate = c as f64 / 8.0;
+                }
+                neighbours.push((link.to_string(), ch));
+            } else {
+                own.push(ch);
+            }
+        }
+        for (link, standby) in self.selector.decide(&own, &neighbours, PACKET) {
+            let mut table = ctx.policies.lock();
+            let tier = if standby {
+                self.parked.insert(link.clone(), table.policy(&link).tier);
+                crate::linkpolicy::Tier::Backup
+            } else {
+                self.parked.remove(&link).unwrap_or(crate::linkpolicy::Tier::Primary)
+            };
+            match table.set(&link, "tier", tier.name()) {
+                Ok(_) if standby => {
+                    tracing::info!(link = %link, "neighbour path waits in standby: it would lower the group's TCP bound (seed 000)")
+                }
+                Ok(_) => {
+                    tracing::info!(link = %link, tier = tier.name(), "neighbour path in use again: it raises the group's TCP bound")
+                }
+                Err(e) => tracing::warn!(link = %link, error = %e, "cannot set the neighbour path's tier"),
+            }
+        }
     }
 }
 

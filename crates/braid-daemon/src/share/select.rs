@@ -44,9 +44,78 @@ pub fn worth_adding(group: &[Channel], candidate: Channel, packet: f64) -> bool 
     group_bound(&with, packet) > group_bound(group, packet)
 }
 
+/// Hysteresis: a path in standby comes back only if it raises the bound by this share.
+pub const RETURN_GAIN: f64 = 0.05;
+
+/// Which neighbour paths wait in standby, decided afresh from each look at the paths.
+#[derive(Debug, Default)]
+pub struct Selector {
+    standby: std::collections::BTreeSet<String>,
+}
+
+impl Selector {
+    /// Whether `label` waits in standby now.
+    pub fn is_standby(&self, label: &str) -> bool {
+        self.standby.contains(label)
+    }
+
+    /// From the own links' channels and the neighbour paths' (by label), the neighbour paths
+    /// whose standby state changes: `(label, standby)`. Neighbour paths are added to the
+    /// group one by one, best bound first, each only if it raises the group's bound (Eq. 4).
+    pub fn decide(
+        &mut self,
+        own: &[Channel],
+        neighbours: &[(String, Channel)],
+        packet: f64,
+    ) -> Vec<(String, bool)> {
+        let mut order: Vec<&(String, Channel)> = neighbours.iter().collect();
+        order.sort_by(|a, b| group_bound(&[b.1], packet).total_cmp(&group_bound(&[a.1], packet)));
+        let mut group = own.to_vec();
+        let mut changes = Vec::new();
+        for (label, ch) in order {
+            let before = group_bound(&group, packet);
+            let mut with = group.clone();
+            with.push(*ch);
+            let after = group_bound(&with, packet);
+            let was = self.standby.contains(label);
+            let need = if was { before * (1.0 + RETURN_GAIN) } else { before };
+            let use_it = group.is_empty() || after > need;
+            if use_it {
+                group = with;
+            }
+            if use_it == was {
+                changes.push((label.clone(), !use_it));
+                if use_it {
+                    self.standby.remove(label);
+                } else {
+                    self.standby.insert(label.clone());
+                }
+            }
+        }
+        self.standby.retain(|l| neighbours.iter().any(|(n, _)| n == l));
+        changes
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_selector_parks_a_path_that_lowers_the_bound_and_brings_it_back_with_hysteresis() {
+        let own = [ch(f64::INFINITY, 20.0, 0.001)];
+        let mut s = Selector::default();
+        let good = ("via:a".to_string(), ch(f64::INFINITY, 25.0, 0.001));
+        let bad = ("via:b".to_string(), ch(f64::INFINITY, 400.0, 0.05));
+        let changes = s.decide(&own, &[good.clone(), bad.clone()], B);
+        assert_eq!(changes, vec![("via:b".to_string(), true)]);
+        assert!(s.is_standby("via:b") && !s.is_standby("via:a"));
+        // No change while nothing changes.
+        assert!(s.decide(&own, &[good.clone(), bad.clone()], B).is_empty());
+        // The far path gets as good as the others: it comes back.
+        let better = ("via:b".to_string(), ch(f64::INFINITY, 22.0, 0.001));
+        assert_eq!(s.decide(&own, &[good, better], B), vec![("via:b".to_string(), false)]);
+    }
 
     const B: f64 = 1400.0;
 
