@@ -23,8 +23,9 @@ pub struct Discovered {
     pub fullname: String,
     /// Its instance name.
     pub name: String,
-    /// Where to send.
-    pub addr: SocketAddr,
+    /// Where to send: its announced addresses, IPv4 first (never empty). A sharer listening on
+    /// every address announces its WAN addresses too; the client tries each in turn.
+    pub addrs: Vec<SocketAddr>,
     /// Its key.
     pub key: PublicKey,
     /// Its WAN capacity in bit/s, when announced.
@@ -99,9 +100,12 @@ pub fn from_resolved(r: &ResolvedService) -> Result<Discovered, String> {
     let capacity = r.txt_properties.get_property_val_str("cap").and_then(|c| c.parse().ok());
     let mut ips: Vec<IpAddr> = r.addresses.iter().map(|a| a.to_ip_addr()).collect();
     ips.sort_by_key(|ip| (!ip.is_ipv4(), *ip));
-    let ip = *ips.first().ok_or_else(|| format!("{}: no address", r.fullname))?;
+    if ips.is_empty() {
+        return Err(format!("{}: no address", r.fullname));
+    }
     let name = r.fullname.strip_suffix(&format!(".{SERVICE_TYPE}")).unwrap_or(&r.fullname).to_string();
-    Ok(Discovered { fullname: r.fullname.clone(), name, addr: SocketAddr::new(ip, r.port), key, capacity })
+    let addrs = ips.into_iter().map(|ip| SocketAddr::new(ip, r.port)).collect();
+    Ok(Discovered { fullname: r.fullname.clone(), name, addrs, key, capacity })
 }
 
 /// Browses for sharers until the returned daemon is shut down; changes arrive on `tx`.

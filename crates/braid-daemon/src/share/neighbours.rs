@@ -10,6 +10,7 @@ use super::config::NeighbourSettings;
 use super::mdns::{self, Change, Discovered};
 use super::member::{AllocError, Ask};
 use super::select::{Channel, Selector};
+use super::wire::Grant;
 use super::VIA;
 use crate::client::ActiveLink;
 use crate::driver::LinkMsg;
@@ -61,7 +62,7 @@ pub async fn run(ctx: Context) {
         let d = Discovered {
             fullname: format!("static:{}", s.name),
             name: s.name.clone(),
-            addr: s.address.0,
+            addrs: vec![s.address.0],
             key: s.key.0,
             capacity: None,
         };
@@ -107,13 +108,13 @@ pub async fn run(ctx: Context) {
                     continue;
                 }
                 if let Some((old, _)) = joined.get(&d.fullname) {
-                    if old.addr == d.addr && old.key == d.key {
+                    if old.addrs == d.addrs && old.key == d.key {
                         continue;
                     }
                 }
                 leave(&ctx, &mut joined, &d.fullname).await;
                 let server = overrides.get(&d.fullname).copied().unwrap_or(ctx.server);
-                tracing::info!(sharer = %d.name, addr = %d.addr, "sharer found");
+                tracing::info!(sharer = %d.name, addrs = ?d.addrs, "sharer found");
                 let t = tokio::spawn(follow(ctx.clone(), d.clone(), server));
                 joined.insert(d.fullname.clone(), (d, t));
             }
@@ -221,26 +222,42 @@ fn bind(ctx: &Context, sharer: SocketAddr) -> std::io::Result<UdpLink> {
     Ok(link)
 }
 
-/// Asks the sharer for a relay, adds the path, and keeps the relay granted.
-async fn follow(ctx: Arc<Context>, d: Discovered, server: SocketAddr) {
-    let ask = Ask {
-        secret: ctx.secret.clone(),
-        sharer_key: d.key,
-        sharer: d.addr,
-        server,
-        community: ctx.settings.community,
-    };
-    loop {
-        let link = match bind(&ctx, d.addr) {
+/// Asks the sharer at one of its addresses for a relay (the first that grants one wins).
+async fn ask_any(
+    ctx: &Context,
+    d: &Discovered,
+    server: SocketAddr,
+) -> Result<(Ask, UdpLink, Grant), AllocError> {
+    let mut last = AllocError::NoAnswer(d.addrs[0]);
+    for addr in &d.addrs {
+        let ask = Ask {
+            secret: ctx.secret.clone(),
+            sharer_key: d.key,
+            sharer: *addr,
+            server,
+            community: ctx.settings.community,
+        };
+        let link = match bind(ctx, *addr) {
             Ok(l) => l,
             Err(e) => {
-                tracing::warn!(sharer = %d.name, error = %e, "cannot open a socket towards the sharer");
-                tokio::time::sleep(RETRY_REFUSED).await;
+                last = AllocError::Io(*addr, e.to_string());
                 continue;
             }
         };
-        let grant = match ask.allocate(&link).await {
-            Ok(g) => g,
+        match ask.allocate(&link).await {
+            Ok(g) => return Ok((ask, link, g)),
+            Err(e @ AllocError::Refused(..)) => return Err(e),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
+/// Asks the sharer for a relay, adds the path, and keeps the relay granted.
+async fn follow(ctx: Arc<Context>, d: Discovered, server: SocketAddr) {
+    loop {
+        let (ask, link, grant) = match ask_any(&ctx, &d, server).await {
+            Ok(x) => x,
             Err(e @ AllocError::Refused(..)) => {
                 tracing::warn!(sharer = %d.name, error = %e, "sharer refused");
                 tokio::time::sleep(RETRY_REFUSED).await;
@@ -253,14 +270,14 @@ async fn follow(ctx: Arc<Context>, d: Discovered, server: SocketAddr) {
             }
         };
         let name = label(&d.name);
-        tracing::info!(sharer = %d.name, rate = grant.rate, cap_left = grant.cap_left, "sharer granted a relay; adding its path");
+        tracing::info!(sharer = %d.name, addr = %ask.sharer, rate = grant.rate, cap_left = grant.cap_left, "sharer granted a relay; adding its path");
         ctx.links.lock().unwrap_or_else(|e| e.into_inner()).push(ActiveLink {
             label: name.clone(),
             link: link.clone(),
-            server: d.addr,
+            server: ask.sharer,
             backup: false,
         });
-        let _ = ctx.tx.send(LinkMsg::Add { link: link.clone(), server: d.addr, label: name }).await;
+        let _ = ctx.tx.send(LinkMsg::Add { link: link.clone(), server: ask.sharer, label: name }).await;
         let every = Duration::from_secs(u64::from(grant.lease_secs.max(3)) / 3);
         loop {
             tokio::time::sleep(every).await;

@@ -27,6 +27,10 @@ use tokio::task::JoinHandle;
 
 /// Allocation messages handled per second, all sources together.
 const HANDSHAKES_PER_SEC: u64 = 200;
+/// Allocation messages handled per second from one IP address.
+const HANDSHAKES_PER_SOURCE: u64 = 10;
+/// Source addresses whose allocation rate is tracked (the table starts afresh when full).
+const TRACKED_SOURCES: usize = 1024;
 /// Relays one member may hold at once (one per path it opens through this sharer).
 const RELAYS_PER_MEMBER: usize = 8;
 /// Largest datagram relayed.
@@ -87,6 +91,8 @@ pub struct Shared {
     /// All members together: the spare capacity the owner leaves (unlimited without priority).
     pub gate: Mutex<Bucket>,
     handshakes: Mutex<Bucket>,
+    /// Allocation messages per source IP: one source cannot take every member's turn.
+    per_source: Mutex<HashMap<IpAddr, Bucket>>,
     /// Counters.
     pub counters: Counters,
     /// The owner's own rate on the WAN link, bytes/s (owner priority only).
@@ -127,6 +133,7 @@ impl Shared {
             lan: Arc::new(lan),
             gate: Mutex::new(Bucket::new(None)),
             handshakes: Mutex::new(Bucket::new(Some(HANDSHAKES_PER_SEC * INIT_LEN as u64))),
+            per_source: Mutex::new(HashMap::new()),
             counters: Counters::default(),
             owner_rate: AtomicU64::new(0),
             epoch: Instant::now(),
@@ -176,6 +183,22 @@ impl Shared {
         v
     }
 
+    /// Whether an allocation message from `ip` may be opened now (per source, then in all).
+    fn may_open(&self, ip: IpAddr) -> bool {
+        let now = Instant::now();
+        {
+            let mut t = self.per_source.lock().unwrap_or_else(|e| e.into_inner());
+            if t.len() >= TRACKED_SOURCES && !t.contains_key(&ip) {
+                t.clear();
+            }
+            let b = t.entry(ip).or_insert_with(|| Bucket::new(Some(HANDSHAKES_PER_SOURCE * INIT_LEN as u64)));
+            if !b.take(now, INIT_LEN) {
+                return false;
+            }
+        }
+        self.handshakes.lock().unwrap_or_else(|e| e.into_inner()).take(now, INIT_LEN)
+    }
+
     /// Handles one allocation message from `from`.
     async fn on_init(self: &Arc<Self>, msg: &[u8], from: SocketAddr) {
         let c = &self.counters;
@@ -183,7 +206,7 @@ impl Shared {
             c.malformed.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        if !self.handshakes.lock().unwrap_or_else(|e| e.into_inner()).take(Instant::now(), INIT_LEN) {
+        if !self.may_open(from.ip()) {
             c.unopened.fetch_add(1, Ordering::Relaxed);
             return;
         }
@@ -216,7 +239,12 @@ impl Shared {
             }
             Err(s) => {
                 c.refused.fetch_add(1, Ordering::Relaxed);
-                tracing::info!(%from, member = %opened.member, reason = s.describe(), "allocation refused");
+                // Anyone may make a key: a stranger's refusal is not worth a line each time.
+                if s == Status::KeyNotAdmitted {
+                    tracing::debug!(%from, member = %opened.member, reason = s.describe(), "allocation refused");
+                } else {
+                    tracing::info!(%from, member = %opened.member, reason = s.describe(), "allocation refused");
+                }
                 Grant::refused(s)
             }
         };

@@ -66,6 +66,11 @@ pub fn snapshot(s: &Shared) -> ShareStatus {
     }
 }
 
+/// A label value in Prometheus text: backslash, quote and newline escaped.
+fn label(v: &str) -> String {
+    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
 /// Prometheus text of the status.
 pub fn metrics(st: &ShareStatus) -> String {
     let mut o = String::new();
@@ -74,17 +79,20 @@ pub fn metrics(st: &ShareStatus) -> String {
         let _ = writeln!(
             o,
             "braid_share_member_bytes_total{{member=\"{}\",direction=\"up\"}} {}",
-            m.name, m.up_bytes
+            label(&m.name),
+            m.up_bytes
         );
         let _ = writeln!(
             o,
             "braid_share_member_bytes_total{{member=\"{}\",direction=\"down\"}} {}",
-            m.name, m.down_bytes
+            label(&m.name),
+            m.down_bytes
         );
     }
     let _ = writeln!(o, "# TYPE braid_share_member_dropped_total counter");
     for m in &st.members {
-        let _ = writeln!(o, "braid_share_member_dropped_total{{member=\"{}\"}} {}", m.name, m.dropped);
+        let _ =
+            writeln!(o, "braid_share_member_dropped_total{{member=\"{}\"}} {}", label(&m.name), m.dropped);
     }
     let _ = writeln!(o, "# TYPE braid_share_member_cap_used_ratio gauge");
     for m in &st.members {
@@ -92,7 +100,7 @@ pub fn metrics(st: &ShareStatus) -> String {
             .iter()
             .filter_map(|(u, c)| c.map(|c| *u as f64 / c.max(1) as f64))
             .fold(0.0f64, f64::max);
-        let _ = writeln!(o, "braid_share_member_cap_used_ratio{{member=\"{}\"}} {used}", m.name);
+        let _ = writeln!(o, "braid_share_member_cap_used_ratio{{member=\"{}\"}} {used}", label(&m.name));
     }
     let _ = writeln!(o, "# TYPE braid_share_relays gauge\nbraid_share_relays {}", st.relays.len());
     let _ = writeln!(
@@ -130,4 +138,12 @@ pub async fn serve(addr: SocketAddr, shared: Arc<Shared>) -> std::io::Result<(So
         let _ = axum::serve(l, app).await;
     });
     Ok((bound, t))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(super::label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    }
 }
