@@ -73,7 +73,8 @@ pub async fn start_share(settings: ShareSettings) -> Result<ShareHandle, Failure
     let lan =
         bind_lan(settings.listen).map_err(|e| Failure::bind("listen for members", settings.listen, &e))?;
     let addr = lan.local_addr()?;
-    let shared = Arc::new(Shared::new(settings, lan));
+    let shared =
+        Arc::new(Shared::new(settings, lan).map_err(|e| Failure::Config(format!("sharer key: {e}")))?);
     let s = &shared.settings;
     let mut tasks = vec![tokio::spawn(relay::upstream(shared.clone()))];
     let sweeper = shared.clone();

@@ -51,6 +51,9 @@ pub enum HandshakeError {
     /// The payload opened but makes no sense.
     #[error("the handshake payload is malformed")]
     Payload,
+    /// The static key could not be read (never, for a key braid made).
+    #[error("the static key is not 32 bytes")]
+    Key,
     /// Not community mode here, or no community key configured.
     #[error("community admission is not configured on this sharer")]
     NoCommunity,
@@ -90,9 +93,10 @@ fn builder<'a>() -> Builder<'a> {
 }
 
 /// The raw private key (braid-core keeps its bytes to itself; its base64 is public).
-fn secret_bytes(s: &StaticSecret) -> [u8; 32] {
-    let v = base64::engine::general_purpose::STANDARD.decode(s.to_base64()).unwrap_or_default();
-    v.try_into().unwrap_or([0; 32])
+fn secret_bytes(s: &StaticSecret) -> Result<[u8; 32], HandshakeError> {
+    let v =
+        base64::engine::general_purpose::STANDARD.decode(s.to_base64()).map_err(|_| HandshakeError::Key)?;
+    v.try_into().map_err(|_| HandshakeError::Key)
 }
 
 fn mac1_key(sharer: &PublicKey) -> [u8; 32] {
@@ -121,7 +125,7 @@ impl MemberHandshake {
         community: Option<&[u8; 32]>,
         req: Request,
     ) -> Result<(MemberHandshake, [u8; INIT_LEN]), HandshakeError> {
-        let sk = secret_bytes(secret);
+        let sk = secret_bytes(secret)?;
         let psk = community.unwrap_or(&NO_PSK);
         let mut hs = builder()
             .local_private_key(&sk)
@@ -174,8 +178,8 @@ pub struct Opened {
 
 impl SharerKeys {
     /// Keys of the sharer holding `secret`, with an optional community key.
-    pub fn new(secret: &StaticSecret, community: Option<[u8; 32]>) -> SharerKeys {
-        SharerKeys { secret: secret_bytes(secret), mac1_key: mac1_key(&secret.public_key()), community }
+    pub fn new(secret: &StaticSecret, community: Option<[u8; 32]>) -> Result<SharerKeys, HandshakeError> {
+        Ok(SharerKeys { secret: secret_bytes(secret)?, mac1_key: mac1_key(&secret.public_key()), community })
     }
 
     /// Whether `msg` is a well-formed ALLOC_INIT with a good mac1 (one hash, no DH).
@@ -240,7 +244,7 @@ mod tests {
     fn listed_member_round_trip() {
         let (m, s) = (crate::keyfile::generate(), crate::keyfile::generate());
         let (hs, init) = MemberHandshake::start(&m, &s.public_key(), None, req()).unwrap();
-        let keys = SharerKeys::new(&s, None);
+        let keys = SharerKeys::new(&s, None).unwrap();
         let o = keys.open(&init).unwrap();
         assert_eq!(o.member, m.public_key());
         assert_eq!(o.request, req());
@@ -255,11 +259,17 @@ mod tests {
         let (m, s, other) =
             (crate::keyfile::generate(), crate::keyfile::generate(), crate::keyfile::generate());
         let (_, init) = MemberHandshake::start(&m, &s.public_key(), Some(&[7; 32]), req()).unwrap();
-        assert_eq!(SharerKeys::new(&s, Some([8; 32])).open(&init).err(), Some(HandshakeError::Decrypt));
-        assert_eq!(SharerKeys::new(&s, None).open(&init).err(), Some(HandshakeError::NoCommunity));
-        assert!(SharerKeys::new(&s, Some([7; 32])).open(&init).is_ok());
+        assert_eq!(
+            SharerKeys::new(&s, Some([8; 32])).unwrap().open(&init).err(),
+            Some(HandshakeError::Decrypt)
+        );
+        assert_eq!(SharerKeys::new(&s, None).unwrap().open(&init).err(), Some(HandshakeError::NoCommunity));
+        assert!(SharerKeys::new(&s, Some([7; 32])).unwrap().open(&init).is_ok());
         // Sent to another sharer's key: mac1 fails before any DH.
-        assert_eq!(SharerKeys::new(&other, Some([7; 32])).open(&init).err(), Some(HandshakeError::Mac));
+        assert_eq!(
+            SharerKeys::new(&other, Some([7; 32])).unwrap().open(&init).err(),
+            Some(HandshakeError::Mac)
+        );
     }
 
     #[test]
@@ -268,8 +278,9 @@ mod tests {
             (crate::keyfile::generate(), crate::keyfile::generate(), crate::keyfile::generate());
         let (hs, init) = MemberHandshake::start(&m, &s.public_key(), None, req()).unwrap();
         // Mallory cannot open the request at all (mac1 and the DH are for s).
-        assert!(SharerKeys::new(&mallory, None).open(&init).is_err());
+        assert!(SharerKeys::new(&mallory, None).unwrap().open(&init).is_err());
         let mut resp = SharerKeys::new(&s, None)
+            .unwrap()
             .open(&init)
             .unwrap()
             .answer(Grant::refused(Status::KeyNotAdmitted))
@@ -285,7 +296,7 @@ mod tests {
             let (m, s) = (crate::keyfile::generate(), crate::keyfile::generate());
             let (_, mut init) = MemberHandshake::start(&m, &s.public_key(), None, req()).unwrap();
             init[pos] ^= 1 << bit;
-            let keys = SharerKeys::new(&s, None);
+            let keys = SharerKeys::new(&s, None).unwrap();
             prop_assert!(keys.open(&init).is_err());
             prop_assert!(keys.open(&junk).is_err());
         }

@@ -1,12 +1,13 @@
 //! The sharer's data plane: one LAN socket members send to, and per granted member address one
 //! WAN socket connected to the member's server. A path packet from a granted address leaves on
 //! its WAN socket as it came (sealed member↔server: the sharer never opens it); what the server
-//! sends back on that socket goes to the member from the LAN socket. Seed 000 §3 calls these
-//! the per-member tunnels of a piconet; here a "tunnel" is one UDP 4-tuple each way.
+//! sends back on that socket goes to the member from the LAN socket. Seed 000 (§IV, §VI) joins
+//! its proxy to each piconet member's WAN link by a GRE tunnel per member; here that tunnel is
+//! one UDP 4-tuple each way, and the packets inside stay sealed end to end.
 //!
 //! Hostile input costs little: a datagram from an address without a relay is counted and
 //! dropped after one hash-map lookup (no allocation); an allocation message costs one BLAKE2s
-//! MAC before any Diffie-Hellman, and all of them together are rate-limited.
+//! MAC before any Diffie-Hellman, and they are rate-limited per source address and in all.
 
 use super::bucket::Bucket;
 use super::config::ShareSettings;
@@ -122,10 +123,10 @@ fn today() -> NaiveDate {
 
 impl Shared {
     /// State for `settings` around the bound LAN socket.
-    pub fn new(settings: ShareSettings, lan: UdpSocket) -> Shared {
-        let keys = SharerKeys::new(&settings.secret, settings.community.as_ref().map(|c| c.key));
+    pub fn new(settings: ShareSettings, lan: UdpSocket) -> Result<Shared, super::noise::HandshakeError> {
+        let keys = SharerKeys::new(&settings.secret, settings.community.as_ref().map(|c| c.key))?;
         let members = Members::new(&settings);
-        Shared {
+        Ok(Shared {
             settings,
             keys,
             members,
@@ -138,7 +139,7 @@ impl Shared {
             owner_rate: AtomicU64::new(0),
             epoch: Instant::now(),
             day: AtomicI32::new(chrono::Datelike::num_days_from_ce(&today())),
-        }
+        })
     }
 
     fn day(&self) -> NaiveDate {

@@ -7,9 +7,9 @@
 //! ```
 //! where R_i' is link i's round trip "rewritten" with the remultiplexing delay of the group:
 //! in-order delivery makes a packet that crossed a fast link wait for the slowest one, so here
-//! R_i' = the largest RTT in the group. Each link also cannot carry more than its measured
-//! rate S_i. A neighbour path joins the active group only if the bound with it is higher than
-//! without it; otherwise it waits in standby (seed 000 §2: a channel whose presence lowers the
+//! R_i' = the largest RTT in the group. Each link also cannot carry more than its rate S_i
+//! (a sharer's announced capacity; a rate not known is not a limit). A neighbour path joins the active group only if the bound with it is higher than
+//! without it; otherwise it waits in standby (seed 000 §II: a channel whose presence lowers the
 //! aggregate is better left out).
 
 /// The constant of Eq. 1.
