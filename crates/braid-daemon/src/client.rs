@@ -318,11 +318,23 @@ pub async fn start_client(settings: ClientSettings) -> Result<ClientHandle, Fail
                 settings.clone(),
                 main,
                 shared.clone(),
-                links_tx,
+                links_tx.clone(),
                 changes,
             ))),
             Err(e) => tracing::warn!(error = %e, "cannot watch interfaces; links will not follow changes"),
         }
+    }
+    if let Some(n) = &settings.neighbours {
+        tasks.push(tokio::spawn(crate::share::neighbours::run(crate::share::neighbours::Context {
+            settings: n.clone(),
+            secret: settings.secret.clone(),
+            server: main,
+            links: shared.clone(),
+            tx: links_tx.clone(),
+            mark: settings.tun.as_ref().map(|t| t.fwmark),
+            board: board.clone(),
+            policies: usage.links(),
+        })));
     }
     let connected = Arc::new(AtomicBool::new(false));
     let (stopping, stop_rx) = watch::channel(false);
@@ -376,8 +388,10 @@ async fn follow_interfaces(
         {
             let mut cur = shared.lock().unwrap_or_else(|e| e.into_inner());
             cur.retain(|c| {
+                // Address links and paths through sharers are not the interfaces' to remove.
                 let keep = wanted.iter().any(|w| w.label == c.label)
-                    || !c.label.chars().any(|ch| ch.is_ascii_alphabetic());
+                    || !c.label.chars().any(|ch| ch.is_ascii_alphabetic())
+                    || crate::share::is_neighbour_label(&c.label);
                 if !keep {
                     tracing::info!(link = %c.label, "link gone");
                     msgs.push(LinkMsg::Remove { local: c.link.local });

@@ -264,6 +264,8 @@ pub struct ClientFile {
     session: SessionSection,
     #[serde(default)]
     tun: crate::tun::config::TunSection,
+    #[serde(default)]
+    neighbours: crate::share::config::NeighbourSection,
 }
 
 /// A client link as configured.
@@ -400,6 +402,8 @@ pub struct ClientSettings {
     pub session: SessionConfig,
     /// TUN mode (`[tun]`, `--tun`, `--gateway`), if on.
     pub tun: Option<crate::tun::TunSettings>,
+    /// Paths through neighbours' shared links (`[neighbours]`), if any.
+    pub neighbours: Option<crate::share::config::NeighbourSettings>,
 }
 
 /// Default of `max_connections`.
@@ -459,7 +463,10 @@ pub struct ClientFlags {
 
 /// Reads and parses a TOML file, turning errors into `FILE:LINE: KEY: problem`, then applies
 /// `--set KEY=VALUE` overrides (dotted keys into the same structure as the file).
-fn load<T: for<'de> Deserialize<'de> + Default>(path: Option<&Path>, sets: &[String]) -> Result<T, Failure> {
+pub(crate) fn load<T: for<'de> Deserialize<'de> + Default>(
+    path: Option<&Path>,
+    sets: &[String],
+) -> Result<T, Failure> {
     let text = match path {
         Some(path) => std::fs::read_to_string(path)
             .map_err(|e| Failure::Config(format!("config file {}: cannot read it: {e}", path.display())))?,
@@ -682,6 +689,7 @@ impl ClientSettings {
             status_token_file: flags.status_token_file.or(f.status_token_file),
             session,
             tun: f.tun.settings(&flags.tun).map_err(Failure::Config)?,
+            neighbours: f.neighbours.settings().map_err(|e| Failure::Config(format!("neighbours: {e}")))?,
         })
     }
 }

@@ -4,7 +4,7 @@
 //! interfaces from [`netlink`]), the client's front ends ([`frontend`]: SOCKS5 and port
 //! forwards), the server's egress ([`server_role`], [`server_udp`], [`egress`] policy),
 //! configuration ([`config`]), key files ([`keyfile`]) and the status API ([`status`],
-//! guarded by [`control`]).
+//! guarded by [`control`]); `braid share` and the client's neighbour paths ([`share`]).
 
 pub mod appproto;
 pub mod bridge;
@@ -27,6 +27,7 @@ pub mod reorder;
 pub mod server;
 pub mod server_role;
 pub mod server_udp;
+pub mod share;
 pub mod splice;
 pub mod status;
 pub mod supervise;

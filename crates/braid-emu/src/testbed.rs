@@ -163,6 +163,7 @@ pub fn client_settings(
         status_token_file: None,
         session: cfg.session.clone(),
         tun: None,
+        neighbours: None,
     }
 }
 

@@ -158,7 +158,7 @@ fn log_status_address(a: SocketAddr) {
 }
 
 /// Waits for SIGINT (Ctrl-C) or SIGTERM (systemd, `kill`); returns the signal's name.
-async fn stop_signal() -> &'static str {
+pub async fn stop_signal() -> &'static str {
     use tokio::signal::unix::{signal, SignalKind};
     match signal(SignalKind::terminate()) {
         Ok(mut term) => tokio::select! {

@@ -4,6 +4,7 @@ mod daemon;
 mod demo;
 mod keys;
 mod manual;
+mod share;
 mod sim;
 mod status;
 
@@ -30,6 +31,8 @@ enum Command {
     Server(daemon::ServerArgs),
     /// Run the client: one path per link, SOCKS5 and port forwards.
     Client(daemon::ClientArgs),
+    /// Share this device's WAN link with the members of a community on its LAN (seed 000).
+    Share(share::ShareArgs),
     /// Show the per-path table of a running daemon.
     Status(status::StatusArgs),
     /// Print a new private key.
@@ -122,6 +125,7 @@ fn main() -> ExitCode {
                     Command::Demo(a) => demo::run(a).await,
                     Command::Server(a) => daemon::server(a).await,
                     Command::Client(a) => daemon::client(a).await,
+                    Command::Share(a) => share::run(a).await,
                     _ => unreachable!("handled above"),
                 }
             })

@@ -4,8 +4,19 @@
 use std::process::Command;
 
 const BRAID: &str = env!("CARGO_BIN_EXE_braid");
-const SUBCOMMANDS: [&str; 10] =
-    ["demo", "server", "client", "status", "genkey", "pubkey", "sim", "lab", "completions", "manpage"];
+const SUBCOMMANDS: [&str; 11] = [
+    "demo",
+    "server",
+    "client",
+    "share",
+    "status",
+    "genkey",
+    "pubkey",
+    "sim",
+    "lab",
+    "completions",
+    "manpage",
+];
 
 fn braid(args: &[&str]) -> String {
     let out = Command::new(BRAID).args(args).output().unwrap();
