@@ -350,3 +350,23 @@ async fn send(ends: &Ends<'_>, sock: &mut UdpSocket, target: &Target, payload: &
     }
     let _ = sock.send_to(payload, crate::udp::v6_if_needed(addr, sock)).await;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_call_stays_interactive_and_a_download_does_not() {
+        let t0 = Instant::now();
+        // A call: 160-byte answers every 20 ms for 5 s (64 kbit/s).
+        let mut call = AnswerRate::default();
+        assert!((0..250).all(|i| !call.add(t0 + Duration::from_millis(20 * i), 160)));
+        // A download after one small request: 1200-byte answers every 0.1 ms (96 Mbit/s)
+        // leave the class within the first window, and for good.
+        let mut download = AnswerRate::default();
+        let first = (0..10_000).position(|i| download.add(t0 + Duration::from_micros(100 * i), 1200));
+        assert_eq!(first, Some(BULK_ANSWERS / 1200));
+        assert!(download.add(t0 + Duration::from_secs(60), 10), "sticky");
+    }
+}
