@@ -2,28 +2,16 @@
 //! network namespaces (root only; skipped otherwise). Everything created is removed by guards,
 //! also when the test fails.
 
-use std::fs::File;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod nslab;
+use nslab::{in_netns, must, paths_of, sh};
+
 const BRAID: &str = env!("CARGO_BIN_EXE_braid");
 const TOTAL: usize = 40 << 20;
-
-fn sh(args: &[&str]) -> bool {
-    Command::new(args[0])
-        .args(&args[1..])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-fn must(args: &[&str]) {
-    assert!(sh(args), "command failed: {}", args.join(" "));
-}
 
 /// Namespaces and processes, removed on drop.
 struct Lab {
@@ -41,21 +29,6 @@ impl Drop for Lab {
         sh(&["ip", "netns", "del", &self.client]);
         sh(&["ip", "netns", "del", &self.server]);
     }
-}
-
-/// Runs `f` on a thread inside network namespace `ns`.
-fn in_netns<T: Send + 'static>(
-    ns: &str,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> std::thread::JoinHandle<T> {
-    let path = format!("/var/run/netns/{ns}");
-    std::thread::spawn(move || {
-        let fd = File::open(&path).expect("namespace file");
-        // SAFETY: setns on the current thread with a valid namespace descriptor.
-        let r = unsafe { libc::setns(fd.as_raw_fd(), libc::CLONE_NEWNET) };
-        assert_eq!(r, 0, "setns failed");
-        f()
-    })
 }
 
 fn status(ns: &str) -> serde_json::Value {
@@ -78,20 +51,7 @@ fn status(ns: &str) -> serde_json::Value {
 
 /// Active paths and their link labels.
 fn paths(ns: &str) -> Vec<(String, String)> {
-    let st = status(ns);
-    st["sessions"][0]["paths"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|p| {
-                    (
-                        p["link"].as_str().unwrap_or("").to_string(),
-                        p["state"].as_str().unwrap_or("").to_string(),
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default()
+    paths_of(&status(ns))
 }
 
 fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {

@@ -9,6 +9,7 @@
 //! - `spare_capacity`: a neighbour's own download alone, then while a member bonds through it
 //!   with `owner_priority = "spare"`.
 
+mod nslab;
 mod sharelab;
 
 use sharelab::{can_run, must, must_run, paths, reader, source, wait_for, Lab, Progress, Shape, SERVICE};

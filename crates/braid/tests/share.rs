@@ -7,6 +7,7 @@
 //! Without root or iproute2 the test prints "skipped" — and fails under `CI=true` or
 //! `BRAID_ROOT_TESTS=1`, where it must run.
 
+mod nslab;
 mod sharelab;
 
 use sharelab::{can_run, must, must_run, paths, reader, source, wait_for, Lab, Progress, Shape, SERVICE};

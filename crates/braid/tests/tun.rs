@@ -6,6 +6,7 @@
 //! followed by a new start. Gateway mode carries a LAN host's traffic the same way; the
 //! server's egress policy refuses TUN flows to denied addresses as it refuses SOCKS5.
 
+mod nslab;
 mod tunlab;
 
 use std::io::{ErrorKind, Read, Write};

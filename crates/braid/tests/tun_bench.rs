@@ -4,6 +4,7 @@
 //! two links ≥ 1.3 × the best single link). Root; skipped otherwise, failed when
 //! `BRAID_ROOT_TESTS=1` or `CI=true`.
 
+mod nslab;
 mod tunlab;
 
 use std::net::SocketAddr;

@@ -9,29 +9,17 @@
 use std::fs::File;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+pub use crate::nslab::{in_netns, must, paths_of, sh};
+
 pub const BRAID: &str = env!("CARGO_BIN_EXE_braid");
 /// The server's service address (on its loopback), reached over every WAN link.
 pub const SERVICE: &str = "10.78.99.1";
-
-pub fn sh(args: &[&str]) -> bool {
-    Command::new(args[0])
-        .args(&args[1..])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-pub fn must(args: &[&str]) {
-    assert!(sh(args), "command failed: {}", args.join(" "));
-}
 
 /// Root and the tools, or why not. Under `CI=true` or `BRAID_ROOT_TESTS=1` a test that cannot
 /// run fails; elsewhere it prints "skipped".
@@ -242,21 +230,6 @@ impl Lab {
     }
 }
 
-/// Runs `f` on a thread inside network namespace `ns`.
-pub fn in_netns<T: Send + 'static>(
-    ns: &str,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> std::thread::JoinHandle<T> {
-    let path = format!("/var/run/netns/{ns}");
-    std::thread::spawn(move || {
-        let fd = File::open(&path).expect("namespace file");
-        // SAFETY: setns on the current thread with a valid namespace descriptor.
-        let r = unsafe { libc::setns(fd.as_raw_fd(), libc::CLONE_NEWNET) };
-        assert_eq!(r, 0, "setns failed");
-        f()
-    })
-}
-
 /// GET `path` from 127.0.0.1:`port` in `ns`, as JSON.
 pub fn get_json(ns: &str, port: u16, path: &'static str) -> serde_json::Value {
     in_netns(ns, move || {
@@ -277,19 +250,7 @@ pub fn get_json(ns: &str, port: u16, path: &'static str) -> serde_json::Value {
 
 /// The client's paths (link label, state); its status is on 127.0.0.1:7590.
 pub fn paths(ns: &str) -> Vec<(String, String)> {
-    get_json(ns, 7590, "/status")["sessions"][0]["paths"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|p| {
-                    (
-                        p["link"].as_str().unwrap_or("").to_string(),
-                        p["state"].as_str().unwrap_or("").to_string(),
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default()
+    paths_of(&get_json(ns, 7590, "/status"))
 }
 
 pub fn wait_for(lab: &Lab, what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {

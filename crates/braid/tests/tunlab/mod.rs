@@ -10,11 +10,10 @@
 
 #![allow(dead_code)]
 
+pub use crate::nslab::{in_netns, must, sh};
 use sha2::{Digest, Sha256};
-use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,20 +33,6 @@ pub const ECHO_PORT: u16 = 9000;
 /// The LAN behind the client (gateway mode).
 pub const LAN_HOST: &str = "192.168.77.2";
 pub const LAN_GW: &str = "192.168.77.1";
-
-/// Runs a command quietly; true when it succeeded.
-pub fn sh(args: &[&str]) -> bool {
-    Command::new(args[0])
-        .args(&args[1..])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-pub fn must(args: &[&str]) {
-    assert!(sh(args), "command failed: {}", args.join(" "));
-}
 
 /// What a command printed (stdout), or panics.
 pub fn out(args: &[&str]) -> String {
@@ -71,21 +56,6 @@ pub fn can_run(tools: &[&str]) -> bool {
     assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but {why}");
     eprintln!("skipped: {why}");
     false
-}
-
-/// Runs `f` on a thread inside network namespace `ns`.
-pub fn in_netns<T: Send + 'static>(
-    ns: &str,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> std::thread::JoinHandle<T> {
-    let path = format!("/var/run/netns/{ns}");
-    std::thread::spawn(move || {
-        let fd = File::open(&path).expect("namespace file");
-        // SAFETY: setns on the current thread with a valid namespace descriptor.
-        let r = unsafe { libc::setns(fd.as_raw_fd(), libc::CLONE_NEWNET) };
-        assert_eq!(r, 0, "setns failed");
-        f()
-    })
 }
 
 pub fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
