@@ -12,7 +12,7 @@
 mod nslab;
 mod sharelab;
 
-use sharelab::{can_run, must, must_run, paths, reader, source, wait_for, Lab, Progress, Shape, SERVICE};
+use sharelab::{can_run, must, must_run, reader, source, start_braid, Lab, Progress, Shape, SERVICE};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -56,48 +56,6 @@ fn single(s: &str, ns: &str, link: u8, secs: u64) -> f64 {
     reader(ns, &addr, p.clone(), Duration::from_secs(secs)).join().unwrap();
     drop(src);
     p.rate(t0 + Duration::from_secs(2), t0 + Duration::from_secs(secs))
-}
-
-/// Server, shares and client; returns once the client has a path on every link.
-fn start_braid(lab: &mut Lab, s: &str, c: &str, ns: &[String], share_extra: &str) {
-    let (skey, spub) = lab.key("s.key");
-    let (ckey, cpub) = lab.key("c.key");
-    lab.braid(
-        "server",
-        s,
-        &[
-            "server",
-            "--listen",
-            "0.0.0.0:7591",
-            "--key",
-            skey.to_str().unwrap(),
-            "--client",
-            &cpub,
-            "--allow-private",
-        ],
-    );
-    for (i, x) in ns.iter().enumerate() {
-        lab.share(x, i as u8 + 1, &cpub, share_extra);
-    }
-    let ccfg = lab.dir.join("client.toml");
-    std::fs::write(
-        &ccfg,
-        format!(
-            "server = \"{SERVICE}:7591\"\nserver_key = \"{spub}\"\nkey = \"{}\"\nlink = [\"cw\"]\n\
-             forward = [\"127.0.0.1:5590={SERVICE}:5591\"]\nstatus = \"127.0.0.1:7590\"\nusage_file = \"none\"\n\
-             [neighbours]\ndiscover = true\ninterface = \"br0\"\n",
-            ckey.display()
-        ),
-    )
-    .unwrap();
-    lab.braid("client", c, &["client", "--config", ccfg.to_str().unwrap()]);
-    let want: Vec<String> = std::iter::once("cw".to_string())
-        .chain((1..=ns.len()).map(|i| format!("via:neighbour{i}")))
-        .collect();
-    wait_for(lab, "a path on every link", Duration::from_secs(30), || {
-        let p = paths(c);
-        want.iter().all(|l| p.iter().any(|(x, st)| x == l && st == "active"))
-    });
 }
 
 /// Bulk goodput through braid, bytes/s between 3 s and `secs`.

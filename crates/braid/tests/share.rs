@@ -10,7 +10,9 @@
 mod nslab;
 mod sharelab;
 
-use sharelab::{can_run, must, must_run, paths, reader, source, wait_for, Lab, Progress, Shape, SERVICE};
+use sharelab::{
+    can_run, must, must_run, paths, reader, source, start_braid, wait_for, Lab, Progress, Shape, SERVICE,
+};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -36,45 +38,8 @@ fn neighbours_found_by_mdns_add_their_links_and_one_leaving_mid_download_breaks_
         lab.wan(ns, &s, 10 + i, &format!("nw{i}"), WAN);
         lab.lan_port(&c, ns, i, None);
     }
-    let (skey, spub) = lab.key("s.key");
-    let (ckey, cpub) = lab.key("c.key");
-    lab.braid(
-        "server",
-        &s,
-        &[
-            "server",
-            "--listen",
-            "0.0.0.0:7591",
-            "--key",
-            skey.to_str().unwrap(),
-            "--client",
-            &cpub,
-            "--allow-private",
-        ],
-    );
-    for (i, ns) in n.iter().enumerate() {
-        lab.share(ns, i as u8 + 1, &cpub, "owner_priority = \"none\"");
-    }
-    let ccfg = lab.dir.join("client.toml");
-    std::fs::write(
-        &ccfg,
-        format!(
-            "server = \"{SERVICE}:7591\"\nserver_key = \"{spub}\"\nkey = \"{}\"\nlink = [\"cw\"]\n\
-             forward = [\"127.0.0.1:5590={SERVICE}:5591\"]\nstatus = \"127.0.0.1:7590\"\nusage_file = \"none\"\n\
-             [neighbours]\ndiscover = true\ninterface = \"br0\"\n",
-            ckey.display()
-        ),
-    )
-    .unwrap();
+    start_braid(&mut lab, &s, &c, &n, "owner_priority = \"none\"");
     let src = source(&s, &format!("{SERVICE}:5591"), TOTAL);
-    std::thread::sleep(Duration::from_millis(300));
-    lab.braid("client", &c, &["client", "--config", ccfg.to_str().unwrap()]);
-    wait_for(&lab, "paths over the own link and through both neighbours", Duration::from_secs(20), || {
-        let p = paths(&c);
-        ["cw", "via:neighbour1", "via:neighbour2"]
-            .iter()
-            .all(|l| p.iter().any(|(x, st)| x == l && st == "active"))
-    });
     let progress = Arc::new(Progress::default());
     let t0 = Instant::now();
     let rd = reader(&c, "127.0.0.1:5590", progress.clone(), Duration::from_secs(60));

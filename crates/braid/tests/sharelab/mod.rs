@@ -332,3 +332,45 @@ pub fn reader(
         (got, bad)
     })
 }
+
+/// Server, shares and client; returns once the client has a path on every link.
+pub fn start_braid(lab: &mut Lab, s: &str, c: &str, ns: &[String], share_extra: &str) {
+    let (skey, spub) = lab.key("s.key");
+    let (ckey, cpub) = lab.key("c.key");
+    lab.braid(
+        "server",
+        s,
+        &[
+            "server",
+            "--listen",
+            "0.0.0.0:7591",
+            "--key",
+            skey.to_str().unwrap(),
+            "--client",
+            &cpub,
+            "--allow-private",
+        ],
+    );
+    for (i, x) in ns.iter().enumerate() {
+        lab.share(x, i as u8 + 1, &cpub, share_extra);
+    }
+    let ccfg = lab.dir.join("client.toml");
+    std::fs::write(
+        &ccfg,
+        format!(
+            "server = \"{SERVICE}:7591\"\nserver_key = \"{spub}\"\nkey = \"{}\"\nlink = [\"cw\"]\n\
+             forward = [\"127.0.0.1:5590={SERVICE}:5591\"]\nstatus = \"127.0.0.1:7590\"\nusage_file = \"none\"\n\
+             [neighbours]\ndiscover = true\ninterface = \"br0\"\n",
+            ckey.display()
+        ),
+    )
+    .unwrap();
+    lab.braid("client", c, &["client", "--config", ccfg.to_str().unwrap()]);
+    let want: Vec<String> = std::iter::once("cw".to_string())
+        .chain((1..=ns.len()).map(|i| format!("via:neighbour{i}")))
+        .collect();
+    wait_for(lab, "a path on every link", Duration::from_secs(30), || {
+        let p = paths(c);
+        want.iter().all(|l| p.iter().any(|(x, st)| x == l && st == "active"))
+    });
+}
