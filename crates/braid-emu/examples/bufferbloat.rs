@@ -8,7 +8,7 @@
 //!     cargo run --release -p braid-emu --example bufferbloat [-- SCHEDULER]
 
 use braid_core::scheduler::Kind;
-use braid_emu::testbed::{download_socks, start_source, Testbed, TestbedConfig};
+use braid_emu::testbed::{download_socks, start_source, udp_echo, Testbed, TestbedConfig};
 use braid_emu::Relay;
 use braid_sim::LinkSpec;
 use std::net::SocketAddr;
@@ -63,19 +63,6 @@ fn percentile(v: &mut [f64], p: f64) -> f64 {
     v[((v.len() as f64 - 1.0) * p).round() as usize]
 }
 
-/// A UDP echo server; its address.
-async fn echo() -> SocketAddr {
-    let echo = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-    let addr = echo.local_addr().unwrap();
-    tokio::spawn(async move {
-        let mut buf = [0u8; 2048];
-        while let Ok((n, from)) = echo.recv_from(&mut buf).await {
-            let _ = echo.send_to(&buf[..n], from).await;
-        }
-    });
-    addr
-}
-
 /// A TCP server that reads and discards everything; its address.
 async fn sink() -> SocketAddr {
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -95,7 +82,7 @@ async fn sink() -> SocketAddr {
 async fn main() {
     let kind: Kind =
         std::env::args().nth(1).map_or(Kind::default(), |s| s.parse().expect("a scheduler name"));
-    let target = echo().await;
+    let target = udp_echo().await.unwrap();
     let sink = sink().await;
     let links: Vec<LinkSpec> = LINKS.iter().map(|s| LinkSpec::parse(s).unwrap()).collect();
 

@@ -272,6 +272,19 @@ pub struct Download {
     pub elapsed: Duration,
 }
 
+/// A UDP echo server on loopback (what a call or a game sees as its far end); its address.
+pub async fn udp_echo() -> std::io::Result<SocketAddr> {
+    let echo = tokio::net::UdpSocket::bind("127.0.0.1:0").await?;
+    let addr = echo.local_addr()?;
+    tokio::spawn(async move {
+        let mut buf = [0u8; 2048];
+        while let Ok((n, from)) = echo.recv_from(&mut buf).await {
+            let _ = echo.send_to(&buf[..n], from).await;
+        }
+    });
+    Ok(addr)
+}
+
 /// Downloads everything `target` sends, through the SOCKS5 proxy at `socks`; `progress` is
 /// called with the byte count as data arrives.
 pub async fn download_socks(

@@ -3,26 +3,13 @@
 //! loss is about the product of the paths' losses; large datagrams of the same flow ride one
 //! path and lose what it loses.
 
-use braid_emu::testbed::{Testbed, TestbedConfig};
+use braid_emu::testbed::{udp_echo, Testbed, TestbedConfig};
 use braid_sim::LinkSpec;
 use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::net::UdpSocket;
-
-/// A UDP echo on loopback.
-async fn echo() -> SocketAddr {
-    let s = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-    let a = s.local_addr().unwrap();
-    tokio::spawn(async move {
-        let mut buf = [0u8; 2048];
-        while let Ok((n, from)) = s.recv_from(&mut buf).await {
-            let _ = s.send_to(&buf[..n], from).await;
-        }
-    });
-    a
-}
 
 /// Sends `count` numbered datagrams of `size` bytes through `forward`, one every 0.5 ms, and
 /// returns the share that came back.
@@ -53,7 +40,7 @@ async fn round_trip_loss(forward: SocketAddr, size: usize, count: u32) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn small_udp_rides_two_paths_and_loses_about_the_product_of_their_losses() {
-    let target = echo().await;
+    let target = udp_echo().await.unwrap();
     let links =
         ["20mbit/5ms/loss=5%", "20mbit/8ms/loss=5%"].iter().map(|s| LinkSpec::parse(s).unwrap()).collect();
     let cfg = TestbedConfig {

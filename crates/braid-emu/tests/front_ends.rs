@@ -1,7 +1,7 @@
 //! The client's front ends under pressure, end to end over loopback relays: connection caps,
 //! greeting timeouts, and UDP associations held to the server's limit and freed at once.
 
-use braid_emu::testbed::{download_socks, start_source, Testbed, TestbedConfig};
+use braid_emu::testbed::{download_socks, start_source, udp_echo, Testbed, TestbedConfig};
 use braid_sim::LinkSpec;
 use fast_socks5::client::Socks5Datagram;
 use fast_socks5::{ReplyError, SocksError};
@@ -13,19 +13,6 @@ use tokio::time::{timeout, Instant};
 
 fn links() -> Vec<LinkSpec> {
     vec![LinkSpec::parse("50mbit/5ms").unwrap()]
-}
-
-/// A UDP echo server on loopback.
-async fn udp_echo() -> SocketAddr {
-    let echo = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-    let addr = echo.local_addr().unwrap();
-    tokio::spawn(async move {
-        let mut buf = [0u8; 2048];
-        while let Ok((n, from)) = echo.recv_from(&mut buf).await {
-            let _ = echo.send_to(&buf[..n], from).await;
-        }
-    });
-    addr
 }
 
 /// Opens a SOCKS5 UDP association.
@@ -50,7 +37,7 @@ async fn echoes(dg: &Socks5Datagram<TcpStream>, echo: SocketAddr, tag: u8) -> bo
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn udp_associations_over_the_servers_limit_are_refused_and_a_closed_one_is_freed_at_once() {
-    let echo = udp_echo().await;
+    let echo = udp_echo().await.unwrap();
     let bed = Testbed::start(TestbedConfig { max_udp: 4, ..TestbedConfig::new(links()) }).await.unwrap();
     let socks = bed.client.socks_addr.unwrap();
     let mut open = Vec::new();
@@ -189,7 +176,7 @@ async fn a_socks_connection_that_does_not_finish_its_request_in_time_is_dropped(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_udp_forward_source_over_the_servers_limit_is_dropped_and_counted() {
-    let echo = udp_echo().await;
+    let echo = udp_echo().await.unwrap();
     let cfg = TestbedConfig {
         max_udp: 1,
         socks: false,
