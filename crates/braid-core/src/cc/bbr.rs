@@ -336,7 +336,7 @@ impl Controller for Bbr {
         // the window leaves at most the quanta (~3 ms at the rate) there. The rate model still
         // sees the full rate, so the bound costs little goodput.
         let target = if self.latency_bound && self.filled_pipe {
-            self.inflight(1.0) - self.quantization_budget() / 3
+            self.inflight(1.0).saturating_sub(self.quantization_budget() / 3)
         } else {
             self.inflight(self.cwnd_gain) + self.extra_acked()
         };
