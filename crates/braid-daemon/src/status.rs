@@ -53,8 +53,16 @@ pub struct PathStatus {
     /// New stream bytes received over the same window (the path's goodput), bit/s.
     #[serde(default)]
     pub goodput_bps: f64,
+    /// The path monitor's capacity estimate (saturated delivery rate or packet pair), bit/s;
+    /// 0 before the first.
+    #[serde(default)]
+    pub capacity_bps: f64,
     /// Smoothed loss fraction.
     pub loss: f64,
+    /// The share of that loss that came with no queue: the link's own (random) loss, with
+    /// congestion losses left out (seeds 001, 003).
+    #[serde(default)]
+    pub impairment_loss: f64,
     /// RTT jitter, ms.
     pub jitter_ms: f64,
     /// Bytes sent.
@@ -325,7 +333,9 @@ pub fn session_status(
                 send_bps: rates.send_bps,
                 recv_bps: rates.recv_bps,
                 goodput_bps: rates.goodput_bps,
+                capacity_bps: p.capacity * 8.0,
                 loss: p.loss_rate,
+                impairment_loss: p.impairment_loss,
                 jitter_ms: p.jitter.as_secs_f64() * 1e3,
                 bytes_sent: p.stats.bytes_sent,
                 bytes_received: p.stats.bytes_received,

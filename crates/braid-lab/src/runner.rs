@@ -119,7 +119,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
 
     let names = Names::for_pid(std::process::id());
     let mut code = EXIT_OK;
-    let result = match Lab::build(names, &scenario.links) {
+    let result = match Lab::build(names, &scenario.links, scenario.share) {
         Ok(mut lab) => {
             note_default_cc(&lab, &contenders, &mut report);
             let r = run_workloads(&ctx, &mut lab, &contenders, &mut report);
@@ -334,7 +334,7 @@ fn run_one(ctx: &Ctx, lab: &mut Lab, c: &Contender, w: &Workload, rep: u32) -> R
         std::fs::create_dir_all(parent)?;
     }
     let log = lab.dir().join(format!("iperf3-client-{tag}.log"));
-    let transfer = run_transfer(lab, &spec, &events, &raw, &log);
+    let transfer = run_transfer(lab, running.target.ns.as_deref(), &spec, &events, &raw, &log);
     let mut notes = running.notes.clone();
     // The sending side's status: its lost (and resent) packets stand in for TCP's retransmits.
     let sender = match w.direction {

@@ -98,14 +98,14 @@ struct Counters {
 }
 
 impl Counters {
-    fn open(lab: &Lab, direction: Direction) -> Result<Counters> {
+    fn open(lab: &Lab, cli: &str, direction: Direction) -> Result<Counters> {
         let sender = match direction {
-            Direction::Up => lab.cli(),
+            Direction::Up => cli,
             Direction::Down => lab.srv(),
         };
         Ok(Counters {
             sender_snmp: NetFile::open(sender, "snmp")?,
-            cli_netstat: NetFile::open(lab.cli(), "netstat")?,
+            cli_netstat: NetFile::open(cli, "netstat")?,
         })
     }
 
@@ -116,16 +116,19 @@ impl Counters {
     }
 }
 
-/// Runs the iperf3 client `spec` in the client namespace, applying `events`. The client's JSON
-/// goes to `raw`, its stderr to `log`. All links are restored afterwards, even on error.
+/// Runs the iperf3 client `spec` in namespace `ns` (the client's unless a neighbour's link is
+/// measured alone), applying `events`. The client's JSON goes to `raw`, its stderr to `log`.
+/// All links are restored afterwards, even on error.
 pub fn run_transfer(
     lab: &mut Lab,
+    ns: Option<&str>,
     spec: &ClientSpec,
     events: &[PlannedEvent],
     raw: &Path,
     log: &Path,
 ) -> Result<Transfer> {
-    let result = run_inner(lab, spec, events, raw, log);
+    let ns = ns.unwrap_or(lab.cli()).to_string();
+    let result = run_inner(lab, &ns, spec, events, raw, log);
     let restored = lab.restore_all();
     let t = result?;
     restored?;
@@ -134,14 +137,15 @@ pub fn run_transfer(
 
 fn run_inner(
     lab: &mut Lab,
+    ns: &str,
     spec: &ClientSpec,
     events: &[PlannedEvent],
     raw: &Path,
     log: &Path,
 ) -> Result<Transfer> {
-    let mut counters = Counters::open(lab, spec.direction)?;
+    let mut counters = Counters::open(lab, ns, spec.direction)?;
     let (retrans0, joins0) = counters.read();
-    let mut dev = NetFile::open(lab.cli(), "dev")?;
+    let mut dev = NetFile::open(ns, "dev")?;
     let moved = |dev: &mut NetFile| -> u64 {
         let text = dev.read().unwrap_or_default();
         let (rx, tx) = dev_bytes(&text, |d| d.starts_with('c'));
@@ -153,7 +157,7 @@ fn run_inner(
     let base = moved(&mut dev);
 
     let mut c = Command::new("ip");
-    c.args(["netns", "exec", lab.cli()]).args(client_args(spec));
+    c.args(["netns", "exec", ns]).args(client_args(spec));
     let _ = std::fs::remove_file(raw);
     let mut client = Proc::spawn_split("iperf3 client", c, raw, log, Stdin::Null)?;
     let deadline = Instant::now() + spec.duration + SLACK;

@@ -30,7 +30,7 @@ fn cut_stops_both_directions_and_teardown_is_clean() {
     }
     let names = Names::for_pid(std::process::id());
     let id = names.id.clone();
-    let mut lab = Lab::build(names, &[link(20, 0), link(5, 20)]).expect("build lab");
+    let mut lab = Lab::build(names, &[link(20, 0), link(5, 20)], None).expect("build lab");
     assert!(link_exists(&lab, 1) && link_exists(&lab, 2));
 
     for i in 1..=2 {

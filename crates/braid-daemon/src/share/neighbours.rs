@@ -152,12 +152,19 @@ impl Selection {
         for p in &session.paths {
             // A path that received nothing has no RTT sample yet, only the initial guess.
             let (Some(link), true) = (p.link.as_deref(), p.bytes_received > 0) else { continue };
-            let mut ch = Channel { rate: f64::INFINITY, rtt: p.rtt_ms / 1e3, loss: p.loss };
+            // Eq. 1's p is the channel's own loss: the congestion losses a path causes by
+            // filling its bottleneck are already its rate limit, and counting them would
+            // park every neighbour that carries its share.
+            // Each channel is capped by its rate S_i: the monitor's capacity estimate, or a
+            // sharer's announced capacity if lower. Without it the own links' bound is Eq. 1's
+            // alone, and a neighbour a few ms slower would seem to lower the group.
+            let measured = if p.capacity_bps > 0.0 { p.capacity_bps / 8.0 } else { f64::INFINITY };
+            let mut ch = Channel { rate: measured, rtt: p.rtt_ms / 1e3, loss: p.impairment_loss };
             if super::is_neighbour_label(link) {
                 let announced =
                     joined.values().find(|(d, _)| label(&d.name) == link).and_then(|(d, _)| d.capacity);
                 if let Some(c) = announced {
-                    ch.rate = c as f64 / 8.0;
+                    ch.rate = ch.rate.min(c as f64 / 8.0);
                 }
                 neighbours.push((link.to_string(), ch));
             } else {

@@ -47,10 +47,13 @@ pub fn worth_adding(group: &[Channel], candidate: Channel, packet: f64) -> bool 
 /// Hysteresis: a path in standby comes back only if it raises the bound by this share.
 pub const RETURN_GAIN: f64 = 0.05;
 
-/// Which neighbour paths wait in standby, decided afresh from each look at the paths.
+/// Which neighbour paths wait in standby, decided afresh from each look at the paths. A path in
+/// use is parked only when two looks in a row find it lowers the bound: one look can catch a
+/// path's RTT in a passing queue (its first seconds above all).
 #[derive(Debug, Default)]
 pub struct Selector {
     standby: std::collections::BTreeSet<String>,
+    doubted: std::collections::BTreeSet<String>,
 }
 
 impl Selector {
@@ -79,7 +82,12 @@ impl Selector {
             let after = group_bound(&with, packet);
             let was = self.standby.contains(label);
             let need = if was { before * (1.0 + RETURN_GAIN) } else { before };
-            let use_it = group.is_empty() || after > need;
+            let worth = group.is_empty() || after > need;
+            // A first failing look only puts the path in doubt; it stays in use.
+            let use_it = worth || (!was && self.doubted.insert(label.clone()));
+            if worth {
+                self.doubted.remove(label);
+            }
             if use_it {
                 group = with;
             }
@@ -89,10 +97,12 @@ impl Selector {
                     self.standby.remove(label);
                 } else {
                     self.standby.insert(label.clone());
+                    self.doubted.remove(label);
                 }
             }
         }
         self.standby.retain(|l| neighbours.iter().any(|(n, _)| n == l));
+        self.doubted.retain(|l| neighbours.iter().any(|(n, _)| n == l));
         changes
     }
 }
@@ -107,6 +117,7 @@ mod tests {
         let mut s = Selector::default();
         let good = ("via:a".to_string(), ch(f64::INFINITY, 25.0, 0.001));
         let bad = ("via:b".to_string(), ch(f64::INFINITY, 400.0, 0.05));
+        assert!(s.decide(&own, &[good.clone(), bad.clone()], B).is_empty(), "a first look parks nothing");
         let changes = s.decide(&own, &[good.clone(), bad.clone()], B);
         assert_eq!(changes, vec![("via:b".to_string(), true)]);
         assert!(s.is_standby("via:b") && !s.is_standby("via:a"));
@@ -118,6 +129,26 @@ mod tests {
     }
 
     const B: f64 = 1400.0;
+
+    #[test]
+    fn a_neighbour_slightly_slower_than_the_own_link_joins_once_the_rates_are_known() {
+        // 10 Mbit/s links, own at 40 ms without loss, the neighbour at 50 ms with 1 % impairment
+        // (Eq. 1: 2.9 Mbit/s).
+        let nb = ("via:a".to_string(), ch(10.0, 50.0, 0.01));
+        // An own link of unknown rate: Eq. 1 alone (36 Mbit/s at p = 1e-4) shrinks by a fifth
+        // when the neighbour raises the group's RTT, more than the neighbour adds.
+        let mut s = Selector::default();
+        let own = [ch(f64::INFINITY, 40.0, 0.0)];
+        assert!(s.decide(&own, std::slice::from_ref(&nb), B).is_empty(), "one look only puts it in doubt");
+        assert_eq!(s.decide(&own, std::slice::from_ref(&nb), B), vec![("via:a".to_string(), true)]);
+        // With the own link's capacity known (10 Mbit/s, below its Eq. 1 bound) the neighbour adds.
+        let mut s = Selector::default();
+        let own = [ch(10.0, 40.0, 0.0)];
+        for _ in 0..3 {
+            assert!(s.decide(&own, std::slice::from_ref(&nb), B).is_empty());
+        }
+        assert!(!s.is_standby("via:a"));
+    }
 
     fn ch(mbit: f64, rtt_ms: f64, loss: f64) -> Channel {
         Channel { rate: mbit * 1e6 / 8.0, rtt: rtt_ms / 1e3, loss }

@@ -106,7 +106,7 @@ pub fn server_args(key: &Path, client_pub: &str) -> Vec<String> {
 }
 
 /// Writes a fresh private key to `file` and returns the matching public key.
-fn keypair(braid: &Path, file: &Path) -> Result<String> {
+pub(super) fn keypair(braid: &Path, file: &Path) -> Result<String> {
     let mut g = Command::new(braid);
     g.arg("genkey");
     let out = cmd::run_with(g, None, cmd::SHORT)?;
@@ -160,15 +160,19 @@ pub fn start(
         Proc::spawn("braid server", s, &lab.dir().join(format!("braid-server-{tag}.log")), Stdin::Null)?;
     wait_udp(lab.srv(), BRAID_PORT, &mut server)?;
     running.procs.push(server);
+    running.procs.extend(super::share::start_sharers(lab, braid, &keys, &cli_pub, tag)?);
 
     let mut c = Command::new("ip");
     c.args(["netns", "exec", lab.cli()]).arg(braid).args(client_args(
-        lab.links().len(),
+        lab.own_links(),
         &srv_pub,
         &cli_key,
         scheduler,
         front,
     ));
+    if !lab.neighbours().is_empty() {
+        c.args(super::share::client_args());
+    }
     if front == Front::Tun {
         cmd::run_ok(&["ip", "-n", lab.srv(), "addr", "replace", &format!("{TUN_TARGET}/32"), "dev", "lo"])?;
     }
@@ -185,6 +189,10 @@ pub fn start(
     })?;
     running.server_status = Some((lab.srv().to_string(), ([127, 0, 0, 1], SERVER_STATUS_PORT).into()));
     match answered {
+        Some(_) if !lab.neighbours().is_empty() => {
+            super::share::wait_for_paths(lab, status)?;
+            running.status = Some((lab.cli().to_string(), status));
+        }
         Some(_) => running.status = Some((lab.cli().to_string(), status)),
         None if front == Front::Tun => {
             // In TUN mode the status port is the only sign that the client is up.

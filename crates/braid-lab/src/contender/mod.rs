@@ -9,9 +9,13 @@
 //! | `aggligator` | 127.0.0.1:5301 | `agg-tunnel`, one TCP link per client link |
 //! | `braid-<sched>` | 127.0.0.1:5300 | braid client/server, port forward, scheduler `<sched>` |
 //! | `braid-tun-<sched>` | 10.0.250.2:5202, the server's address reached only through the TUN | `braid client --tun`: the namespace's default route is braid's TUN |
+//!
+//! In a piconet a single link that is a neighbour's runs its iperf3 client in that neighbour's
+//! namespace, and braid's client adds a path through each neighbour's `braid share`.
 
 mod aggligator;
 pub mod braid;
+pub mod share;
 mod tools;
 
 use std::net::SocketAddr;
@@ -104,6 +108,8 @@ pub struct Target {
     pub bind: Option<String>,
     /// Run the client under `mptcpize run`.
     pub mptcp: bool,
+    /// The namespace the iperf3 client runs in, when not the client's (a neighbour's link).
+    pub ns: Option<String>,
 }
 
 /// A started contender; dropping it stops its processes (last started first).
@@ -153,7 +159,7 @@ pub fn start(
     let log = lab.dir().join(format!("iperf3-server-{tag}.json"));
     let server = iperf::start_server(lab.srv(), port, mptcp, &log)?;
     let mut running = Running {
-        target: Target { host: Names::srv_addr(1), port, bind: None, mptcp },
+        target: Target { host: Names::srv_addr(1), port, bind: None, mptcp, ns: None },
         status: None,
         server_status: None,
         notes: Vec::new(),
@@ -163,6 +169,9 @@ pub fn start(
         Contender::Single(i) => {
             running.target.host = Names::srv_addr(*i);
             running.target.bind = Some(Names::cli_addr(*i));
+            if lab.link_ns(*i) != lab.cli() {
+                running.target.ns = Some(lab.link_ns(*i).to_string());
+            }
         }
         Contender::Mptcp => {}
         Contender::Aggligator => {

@@ -32,6 +32,10 @@
 //!
 //! [checks]
 //! min_braid_ratio = 0.85       # exit code 2 if a braid bulk ratio to the sum of singles is lower
+//!
+//! [share]                      # optional: seed 000's piconet (see topo/lan.rs)
+//! neighbours = 3               # the last 3 links are neighbours' WANs, shared with `braid share`
+//! lan_rate = "100mbit"         # the LAN (a bridge) joining client and neighbours
 //! ```
 
 mod parse;
@@ -63,6 +67,19 @@ pub struct Scenario {
     pub repeats: u32,
     /// Pass/fail thresholds turned into the exit code.
     pub checks: Checks,
+    /// Neighbours sharing their links (seed 000's piconet), if any.
+    #[serde(default)]
+    pub share: Option<ShareSpec>,
+}
+
+/// A piconet: the last `neighbours` links leave from neighbour namespaces that run
+/// `braid share`, joined to the client by a LAN; the client keeps the first links as its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShareSpec {
+    /// How many of the links (the last ones) are neighbours' WANs.
+    pub neighbours: usize,
+    /// The LAN's rate in bits per second, each port, both directions.
+    pub lan_rate_bps: u64,
 }
 
 /// One emulated link.
@@ -203,6 +220,11 @@ impl Scenario {
     /// Sum of the link rates in bits per second.
     pub fn total_rate_bps(&self) -> u64 {
         self.links.iter().map(|l| l.rate_bps).sum()
+    }
+
+    /// How many links leave from the client's own namespace (all but the neighbours').
+    pub fn own_links(&self) -> usize {
+        self.links.len() - self.share.map_or(0, |s| s.neighbours)
     }
 
     /// Whether any link has a cut schedule.

@@ -8,7 +8,9 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::units::{check_percent, parse_duration, parse_percent, parse_rate};
-use super::{Checks, Contenders, Direction, LinkSpec, Scenario, Workload, WorkloadKind, MAX_LINKS};
+use super::{
+    Checks, Contenders, Direction, LinkSpec, Scenario, ShareSpec, Workload, WorkloadKind, MAX_LINKS,
+};
 
 const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 const DEFAULT_QUEUE: Duration = Duration::from_millis(100);
@@ -51,6 +53,14 @@ struct RawScenario {
     workloads: Vec<Spanned<RawWorkload>>,
     contenders: Option<Spanned<RawContenders>>,
     checks: Option<RawChecks>,
+    share: Option<Spanned<RawShare>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawShare {
+    neighbours: Spanned<i64>,
+    lan_rate: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -215,6 +225,8 @@ pub fn parse_scenario(file: &str, text: &str, default_name: &str) -> Result<Scen
         None => Checks::default(),
     };
 
+    let share = raw.share.as_ref().map(|s| parse_share(&src, s, links.len(), &contenders)).transpose()?;
+
     Ok(Scenario {
         name,
         description: raw.description.unwrap_or_default(),
@@ -223,6 +235,7 @@ pub fn parse_scenario(file: &str, text: &str, default_name: &str) -> Result<Scen
         contenders,
         repeats,
         checks,
+        share,
     })
 }
 
@@ -490,4 +503,45 @@ fn parse_contenders(src: &Source, raw: Option<&Spanned<RawContenders>>) -> Resul
         return Err(src.err(&raw.span(), "no contenders enabled"));
     }
     Ok(out)
+}
+
+/// The LAN rate when `[share]` does not give one.
+const DEFAULT_LAN_RATE: u64 = 100_000_000;
+
+/// `[share]`: at least one neighbour, and at least one link left for the client. Only single
+/// links and braid run over a piconet: MPTCP, aggligator and the TUN cannot use a neighbour.
+fn parse_share(
+    src: &Source,
+    raw: &Spanned<RawShare>,
+    links: usize,
+    contenders: &Contenders,
+) -> Result<ShareSpec, ScenarioError> {
+    let s = raw.get_ref();
+    let n = *s.neighbours.get_ref();
+    if n < 1 || n as usize >= links {
+        return Err(src.err(
+            &s.neighbours.span(),
+            format!("share: neighbours = {n}: must be 1..={} (the client keeps at least one of the {links} links)", links.saturating_sub(1)),
+        ));
+    }
+    let lan_rate_bps = match &s.lan_rate {
+        Some(r) => {
+            parse_rate(r.get_ref()).map_err(|e| src.err(&r.span(), format!("share: lan_rate: {e}")))?
+        }
+        None => DEFAULT_LAN_RATE,
+    };
+    let others = [
+        (contenders.mptcp, "mptcp"),
+        (contenders.aggligator, "aggligator"),
+        (!contenders.braid_tun.is_empty(), "braid_tun"),
+    ];
+    if let Some((_, name)) = others.iter().find(|(on, _)| *on) {
+        return Err(src.err(
+            &raw.span(),
+            format!(
+                "share: contender {name} cannot use a neighbour's link; a piconet runs singles and braid"
+            ),
+        ));
+    }
+    Ok(ShareSpec { neighbours: n as usize, lan_rate_bps })
 }

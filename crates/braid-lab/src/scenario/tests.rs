@@ -23,6 +23,7 @@ fn shipped_scenarios_parse() {
         ("lossy", include_str!("../../../../lab/lossy.toml")),
         ("cut", include_str!("../../../../lab/cut.toml")),
         ("ci", include_str!("../../../../lab/ci.toml")),
+        ("share", include_str!("../../../../lab/share.toml")),
     ];
     for (name, text) in files {
         let s = parse_scenario(name, text, name).unwrap_or_else(|e| panic!("{e}"));
@@ -201,4 +202,25 @@ fn never_panics_on_odd_input() {
     ] {
         assert!(parse(text).is_err(), "{text:?} should be rejected");
     }
+}
+
+#[test]
+fn a_piconet_keeps_a_link_for_the_client_and_runs_singles_and_braid_only() {
+    let share = parse_scenario("share", include_str!("../../../../lab/share.toml"), "share").unwrap();
+    assert_eq!(share.share, Some(ShareSpec { neighbours: 3, lan_rate_bps: 100_000_000 }));
+    assert_eq!(share.own_links(), 1);
+    let base = "[[link]]\nrate = \"10mbit\"\n[[link]]\nrate = \"10mbit\"\n";
+    let ok = parse(&format!("{base}[contenders]\nbraid = [\"edpf\"]\n[share]\nneighbours = 1\n")).unwrap();
+    assert_eq!(ok.share.unwrap().lan_rate_bps, 100_000_000);
+    assert_eq!(ok.own_links(), 1);
+    let (line, msg) = error(&format!("{base}[share]\nneighbours = 2\n"));
+    assert_eq!(line, Some(6));
+    assert!(msg.contains("neighbours = 2: must be 1..=1"), "{msg}");
+    let (_, msg) = error(&format!("{base}[share]\nneighbours = 0\n"));
+    assert!(msg.contains("must be 1..=1"), "{msg}");
+    let (_, msg) = error(&format!("{base}[contenders]\nmptcp = true\n[share]\nneighbours = 1\n"));
+    assert!(msg.contains("mptcp cannot use a neighbour's link"), "{msg}");
+    let (_, msg) = error(&format!("{base}[share]\nneighbours = 1\nlan_rate = \"fast\"\n"));
+    assert!(msg.contains("share: lan_rate"), "{msg}");
+    assert_eq!(parse(base).unwrap().share, None);
 }

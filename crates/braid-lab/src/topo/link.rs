@@ -33,20 +33,19 @@ pub fn wirefilter_delay(link: &LinkSpec) -> String {
     }
 }
 
-/// Creates link `i`'s devices `c<i>` (in `names.cli`) and `s<i>` (in `names.srv`). Returns the
-/// relay processes, which must outlive the link.
-pub fn create(names: &Names, i: usize, link: &LinkSpec) -> Result<Vec<Proc>> {
+/// Creates link `i`'s devices `c<i>` (in `cli`: the client's namespace or a neighbour's) and
+/// `s<i>` (in `names.srv`). Returns the relay processes, which must outlive the link.
+pub fn create(names: &Names, cli: &str, i: usize, link: &LinkSpec) -> Result<Vec<Proc>> {
     let (c, s) = (Names::cli_dev(i), Names::srv_dev(i));
     if !link.needs_delay_emulation() {
         cmd::run_ok(&[
-            "ip", "link", "add", &c, "netns", &names.cli, "type", "veth", "peer", "name", &s, "netns",
-            &names.srv,
+            "ip", "link", "add", &c, "netns", cli, "type", "veth", "peer", "name", &s, "netns", &names.srv,
         ])?;
         return Ok(Vec::new());
     }
     let sw_c = names.dir.join(format!("vde-{c}"));
     let sw_s = names.dir.join(format!("vde-{s}"));
-    let mut procs = vec![switch(names, &names.cli, &c, &sw_c)?, switch(names, &names.srv, &s, &sw_s)?];
+    let mut procs = vec![switch(names, cli, &c, &sw_c)?, switch(names, &names.srv, &s, &sw_s)?];
     let mut wf = Command::new("wirefilter");
     wf.arg("-v").arg(format!("{}:{}", sw_c.display(), sw_s.display())).arg("-d").arg(wirefilter_delay(link));
     let mut p = Proc::spawn(

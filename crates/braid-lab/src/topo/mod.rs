@@ -12,7 +12,11 @@
 //! 10.0.i.1 leave through link i, so the server is reachable at one address (10.0.1.2) over
 //! every link. Kernel MPTCP has limits set on both sides and a `subflow` endpoint on every
 //! client link but the first. [`Lab`] owns everything it creates and removes it on drop.
+//!
+//! A piconet ([`ShareSpec`]) moves the client ends of the last links into neighbour
+//! namespaces `braidlab-<pid>-nb<k>`, joined to the client by a LAN (see [`lan`]).
 
+mod lan;
 mod link;
 pub mod names;
 mod nft;
@@ -27,7 +31,7 @@ use anyhow::{bail, Context, Result};
 
 pub use names::Names;
 
-use crate::scenario::LinkSpec;
+use crate::scenario::{LinkSpec, ShareSpec};
 use crate::sys::netns::{in_netns, tcp_connect};
 use crate::sys::proc::Proc;
 use crate::sys::{cmd, signal};
@@ -36,6 +40,8 @@ use crate::sys::{cmd, signal};
 pub struct Lab {
     names: Names,
     links: Vec<LinkSpec>,
+    share: Option<ShareSpec>,
+    neighbours: Vec<String>,
     relays: Vec<Proc>,
     namespaces: Vec<String>,
     dir_created: bool,
@@ -55,11 +61,19 @@ impl Leftovers {
 }
 
 impl Lab {
-    /// Builds the namespaces and links. On error, whatever was already created is removed.
-    pub fn build(names: Names, links: &[LinkSpec]) -> Result<Lab> {
+    /// Builds the namespaces and links (and the piconet's LAN, with `share`). On error, whatever
+    /// was already created is removed.
+    pub fn build(names: Names, links: &[LinkSpec], share: Option<ShareSpec>) -> Result<Lab> {
+        let n = share.map_or(0, |s| s.neighbours);
+        if n >= links.len() {
+            bail!("{n} neighbours need more than {} links: the client keeps one", links.len());
+        }
+        let neighbours = (1..=n).map(|k| names.neighbour(k)).collect();
         let mut lab = Lab {
             names,
             links: links.to_vec(),
+            share,
+            neighbours,
             relays: Vec::new(),
             namespaces: Vec::new(),
             dir_created: false,
@@ -95,6 +109,24 @@ impl Lab {
         &self.links
     }
 
+    /// How many links leave from the client namespace (the first ones).
+    pub fn own_links(&self) -> usize {
+        self.links.len() - self.neighbours.len()
+    }
+
+    /// The neighbour namespaces of a piconet (empty without one).
+    pub fn neighbours(&self) -> &[String] {
+        &self.neighbours
+    }
+
+    /// The namespace holding link `i`'s client end: the client's, or a neighbour's.
+    pub fn link_ns(&self, i: usize) -> &str {
+        match i.checked_sub(self.own_links() + 1) {
+            Some(k) => &self.neighbours[k],
+            None => &self.names.cli,
+        }
+    }
+
     fn setup(&mut self) -> Result<()> {
         let dir = self.names.dir.clone();
         std::fs::create_dir(&dir).with_context(|| format!("creating scratch directory {}", dir.display()))?;
@@ -103,7 +135,8 @@ impl Lab {
         let stamp = names::start_time(me).unwrap_or(0);
         std::fs::write(dir.join(stale::OWNER_FILE), format!("{stamp}\n"))?;
 
-        for ns in [self.names.cli.clone(), self.names.srv.clone()] {
+        let all = [self.names.cli.clone(), self.names.srv.clone()].into_iter().chain(self.neighbours.clone());
+        for ns in all {
             cmd::run_ok(&["ip", "netns", "add", &ns])?;
             self.namespaces.push(ns.clone());
             cmd::run_ok(&["ip", "-n", &ns, "link", "set", "lo", "up"])?;
@@ -122,6 +155,9 @@ impl Lab {
             signal::check()?;
             self.setup_link(i).with_context(|| format!("building link {i}"))?;
         }
+        if let Some(share) = self.share {
+            lan::create(&self.names, &self.neighbours, share.lan_rate_bps).context("building the LAN")?;
+        }
         self.setup_mptcp()?;
         for i in 1..=self.links.len() {
             let (up, down) = self.probe(i, Duration::from_secs(3))?;
@@ -129,14 +165,22 @@ impl Lab {
                 bail!("link {i} does not carry traffic after setup (client->server {up}, server->client {down})");
             }
         }
+        for k in 1..=self.neighbours.len() {
+            let ns = &self.neighbours[k - 1];
+            let listener = in_netns(ns, move || TcpListener::bind((Names::lan_addr(k).as_str(), 0)))??;
+            if tcp_connect(&self.names.cli, listener.local_addr()?, Duration::from_secs(3)).is_err() {
+                bail!("the LAN does not reach neighbour {k} ({}) after setup", Names::lan_addr(k));
+            }
+        }
         Ok(())
     }
 
     fn setup_link(&mut self, i: usize) -> Result<()> {
         let link = self.links[i - 1].clone();
-        let relays = link::create(&self.names, i, &link)?;
+        let cli = self.link_ns(i).to_string();
+        let relays = link::create(&self.names, &cli, i, &link)?;
         self.relays.extend(relays);
-        let (cli, srv) = (self.names.cli.clone(), self.names.srv.clone());
+        let srv = self.names.srv.clone();
         let (c, s) = (Names::cli_dev(i), Names::srv_dev(i));
         for (ns, dev, addr) in [(&cli, &c, Names::cli_addr(i)), (&srv, &s, Names::srv_addr(i))] {
             cmd::run_ok(&["ip", "-n", ns, "addr", "add", &format!("{addr}/24"), "dev", dev])?;
@@ -149,6 +193,10 @@ impl Lab {
         let table = (100 + i).to_string();
         cmd::run_ok(&["ip", "-n", &cli, "rule", "add", "from", &Names::cli_addr(i), "table", &table])?;
         cmd::run_ok(&["ip", "-n", &cli, "route", "add", "default", "dev", &c, "table", &table])?;
+        if cli != self.names.cli {
+            // A neighbour's one WAN: `braid share` binds to the device, not the address.
+            cmd::run_ok(&["ip", "-n", &cli, "route", "add", "default", "dev", &c])?;
+        }
         Ok(())
     }
 
@@ -167,7 +215,7 @@ impl Lab {
                 "8",
             ])?;
         }
-        for i in 2..=self.links.len() {
+        for i in 2..=self.own_links() {
             cmd::run_ok(&[
                 "ip",
                 "-n",
@@ -213,7 +261,7 @@ impl Lab {
     }
 
     fn ends(&self, i: usize) -> [(String, String); 2] {
-        [(self.names.cli.clone(), Names::cli_dev(i)), (self.names.srv.clone(), Names::srv_dev(i))]
+        [(self.link_ns(i).to_string(), Names::cli_dev(i)), (self.names.srv.clone(), Names::srv_dev(i))]
     }
 
     /// Checks link `i` in both directions with a TCP handshake across it (client→server and
@@ -224,8 +272,8 @@ impl Lab {
             let addr: SocketAddr = listener.local_addr()?;
             Ok(tcp_connect(from_ns, addr, limit).is_ok())
         };
-        let up = one_way(&self.names.srv, Names::srv_addr(i), &self.names.cli)?;
-        let down = one_way(&self.names.cli, Names::cli_addr(i), &self.names.srv)?;
+        let up = one_way(&self.names.srv, Names::srv_addr(i), self.link_ns(i))?;
+        let down = one_way(self.link_ns(i), Names::cli_addr(i), &self.names.srv)?;
         Ok((up, down))
     }
 
@@ -283,5 +331,6 @@ impl Drop for Lab {
 
 /// Whether link `i`'s devices exist (used by tests).
 pub fn link_exists(lab: &Lab, i: usize) -> bool {
-    link::device_exists(lab.cli(), &Names::cli_dev(i)) && link::device_exists(lab.srv(), &Names::srv_dev(i))
+    link::device_exists(lab.link_ns(i), &Names::cli_dev(i))
+        && link::device_exists(lab.srv(), &Names::srv_dev(i))
 }

@@ -45,13 +45,41 @@ impl Names {
     pub fn srv_addr(i: usize) -> String {
         format!("10.0.{i}.2")
     }
+
+    /// Namespace of neighbour `k` (1-based) in a piconet: `braidlab-<pid>-nb<k>`.
+    pub fn neighbour(&self, k: usize) -> String {
+        format!("{}-nb{k}", self.id)
+    }
+
+    /// The LAN bridge in the client namespace.
+    pub const LAN_BRIDGE: &'static str = "lan0";
+
+    /// The client's LAN address (on [`Names::LAN_BRIDGE`]).
+    pub const LAN_CLIENT_ADDR: &'static str = "10.0.200.1";
+
+    /// Neighbour `k`'s LAN device (in its namespace).
+    pub fn lan_dev(k: usize) -> String {
+        format!("l{k}")
+    }
+
+    /// The bridge port facing neighbour `k` (in the client namespace).
+    pub fn lan_port(k: usize) -> String {
+        format!("b{k}")
+    }
+
+    /// Neighbour `k`'s LAN address.
+    pub fn lan_addr(k: usize) -> String {
+        format!("10.0.200.{}", 10 + k)
+    }
 }
 
-/// The owning PID encoded in a namespace name `braidlab-<pid>-cli|srv`.
+/// The owning PID encoded in a namespace name `braidlab-<pid>-cli|srv|nb<k>`.
 pub fn pid_of_namespace(name: &str) -> Option<u32> {
     let rest = name.strip_prefix(PREFIX)?.strip_prefix('-')?;
     let (pid, side) = rest.split_once('-')?;
-    matches!(side, "cli" | "srv").then_some(())?;
+    let neighbour =
+        side.strip_prefix("nb").is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()));
+    (matches!(side, "cli" | "srv") || neighbour).then_some(())?;
     pid.parse().ok()
 }
 
@@ -80,6 +108,9 @@ mod tests {
         assert_eq!(pid_of_namespace(&n.cli), Some(4242));
         assert_eq!(pid_of_namespace(&n.srv), Some(4242));
         assert_eq!(pid_of_namespace("braidlab-4242-xyz"), None);
+        assert_eq!(pid_of_namespace(&n.neighbour(3)), Some(4242));
+        assert_eq!(pid_of_namespace("braidlab-4242-nb"), None);
+        assert_eq!(pid_of_namespace("braidlab-4242-nbx"), None);
         assert_eq!(pid_of_namespace("cli"), None);
         assert_eq!(pid_of_dir("braidlab-17"), Some(17));
         assert_eq!(pid_of_dir("braidlab-17-cli"), None);

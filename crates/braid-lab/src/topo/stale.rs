@@ -1,5 +1,5 @@
 //! Finds and removes what an interrupted lab run left behind: namespaces named
-//! `braidlab-<pid>-cli|srv` and scratch directories `braidlab-<pid>` whose owner is gone, the
+//! `braidlab-<pid>-cli|srv|nb<k>` and scratch directories `braidlab-<pid>` whose owner is gone, the
 //! processes inside those namespaces, and the VDE processes whose command line names such a
 //! directory. Only things carrying the lab prefix are touched.
 
