@@ -132,6 +132,9 @@ pub async fn run(ctx: Context) {
 const SELECT_EVERY: Duration = Duration::from_secs(1);
 /// Packet size B in seed 000's bound.
 const PACKET: f64 = 1400.0;
+/// A path sending or receiving at this share of its capacity estimate is loaded: the estimate
+/// is a measurement of the link, not of the application.
+const LOADED: f64 = 0.5;
 
 /// Seed 000's channel selection ([`super::select`]) applied to the live paths: a neighbour path
 /// that would lower the bound is set to tier backup (standby), and back to its own tier when
@@ -155,10 +158,13 @@ impl Selection {
             // Eq. 1's p is the channel's own loss: the congestion losses a path causes by
             // filling its bottleneck are already its rate limit, and counting them would
             // park every neighbour that carries its share.
-            // Each channel is capped by its rate S_i: the monitor's capacity estimate, or a
-            // sharer's announced capacity if lower. Without it the own links' bound is Eq. 1's
-            // alone, and a neighbour a few ms slower would seem to lower the group.
-            let measured = if p.capacity_bps > 0.0 { p.capacity_bps / 8.0 } else { f64::INFINITY };
+            // Each channel is capped by its rate S_i: the monitor's capacity estimate while the
+            // path is loaded, or a sharer's announced capacity if lower. Without it the own
+            // links' bound is Eq. 1's alone, and a neighbour a few ms slower would seem to
+            // lower the group. An idle path's estimate is an application-limited delivery rate,
+            // a lower bound only, so it caps nothing.
+            let loaded = p.capacity_bps > 0.0 && p.send_bps.max(p.recv_bps) >= LOADED * p.capacity_bps;
+            let measured = if loaded { p.capacity_bps / 8.0 } else { f64::INFINITY };
             let mut ch = Channel { rate: measured, rtt: p.rtt_ms / 1e3, loss: p.impairment_loss };
             if super::is_neighbour_label(link) {
                 let announced =
