@@ -109,6 +109,14 @@ pub struct Row {
     /// Cut workloads: a restore happened and full goodput was not reached before the test
     /// (or the next event) ended.
     pub not_restored: bool,
+    /// Cut workloads: mean goodput over the first second after a cut ÷ the surviving capacity
+    /// (worst cut of a run; median over runs) — the figure a user sees.
+    #[serde(default)]
+    pub first_second_share: Option<f64>,
+    /// Cut workloads: mean goodput from one second after a cut to the next event ÷ the
+    /// surviving capacity (worst cut; median over runs).
+    #[serde(default)]
+    pub settled_share: Option<f64>,
     /// Kernel TCP retransmissions (not meaningful for braid, which runs over UDP).
     pub retransmits: Option<u64>,
     /// UDP loss percent.

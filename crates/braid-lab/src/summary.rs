@@ -161,6 +161,8 @@ fn median_row(contender: &str, workload: &str, runs: &[&RunRecord]) -> Row {
         not_recovered_avg: false,
         restore_ms: None,
         not_restored: false,
+        first_second_share: None,
+        settled_share: None,
         retransmits: None,
         udp_lost_percent: None,
         udp_jitter_ms: None,
@@ -229,6 +231,12 @@ fn apply_recovery(row: &mut Row, runs: &[&RunRecord], capacity: &[f64]) {
     row.not_recovered_avg = recovery_avg == Some(Timing::NotReached);
     row.restore_ms = restore.and_then(Timing::ms);
     row.not_restored = restore == Some(Timing::NotReached);
+    let share = |f: fn(&RunTimes) -> Option<f64>| {
+        let v: Vec<f64> = times.iter().filter_map(f).collect();
+        median_index(&v).map(|i| v[i])
+    };
+    row.first_second_share = share(|t| t.first_second);
+    row.settled_share = share(|t| t.settled);
     if times.len() > 1 {
         let list = |f: fn(&RunTimes) -> Option<Timing>| {
             times.iter().map(|t| describe(f(t))).collect::<Vec<_>>().join(", ")

@@ -45,6 +45,8 @@ pub fn summary(report: &LabReport, checks: &[String]) -> Value {
                 "not_recovered_avg": r.not_recovered_avg,
                 "restore_ms": r.restore_ms,
                 "not_restored": r.not_restored,
+                "first_second_share": r.first_second_share,
+                "settled_share": r.settled_share,
                 "retransmits": r.retransmits,
                 "udp_lost_percent": r.udp_lost_percent,
                 "udp_jitter_ms": r.udp_jitter_ms,

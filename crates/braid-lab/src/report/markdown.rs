@@ -98,6 +98,8 @@ fn workload_section(w: &WorkloadResult, svgs: &[(String, String)]) -> String {
             "÷ link rates",
             "recovery (100 ms)",
             "recovery (0.5 s avg)",
+            "1st s after cut ÷ surviving",
+            "then ÷ surviving",
             "back to full after restore (0.5 s avg)",
             "retransmits",
         ]
@@ -163,7 +165,7 @@ fn row_cells(r: &Row, cut: bool, cbr: bool) -> Vec<String> {
     let columns = if cbr {
         4
     } else if cut {
-        8
+        10
     } else {
         6
     };
@@ -189,6 +191,8 @@ fn row_cells(r: &Row, cut: bool, cbr: bool) -> Vec<String> {
     cells.push(if r.not_recovered { "not recovered".into() } else { f(r.recovery_ms, &secs) });
     if cut {
         cells.push(if r.not_recovered_avg { "not recovered".into() } else { f(r.recovery_avg_ms, &secs) });
+        cells.push(f(r.first_second_share, &|x| format!("{x:.2}")));
+        cells.push(f(r.settled_share, &|x| format!("{x:.2}")));
         cells.push(if r.not_restored { "not within the test".into() } else { f(r.restore_ms, &secs) });
     }
     cells.push(r.retransmits.map(|x| x.to_string()).unwrap_or_else(dash));
