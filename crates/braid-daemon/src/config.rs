@@ -226,13 +226,24 @@ impl LinkSection {
 /// Where link usage is kept.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum UsageFile {
-    /// The default place ([`crate::linkpolicy::store::default_path`]).
+    /// The default place ([`crate::usage_store::default_path`]).
     #[default]
     Default,
     /// This file.
     At(PathBuf),
     /// Counted in memory only (`usage_file = "none"`).
     Off,
+}
+
+impl UsageFile {
+    /// From the `usage_file` setting: absent is the default place, `"none"` turns it off.
+    pub fn from_setting(file: Option<PathBuf>) -> UsageFile {
+        match file {
+            None => UsageFile::Default,
+            Some(p) if p.as_os_str() == "none" => UsageFile::Off,
+            Some(p) => UsageFile::At(p),
+        }
+    }
 }
 
 /// The client file.
@@ -651,11 +662,7 @@ impl ClientSettings {
             link_policies.insert(name.clone(), p);
         }
         let classes = Classifier::from_sections(&f.class).map_err(Failure::Config)?;
-        let usage_file = match f.usage_file {
-            None => UsageFile::Default,
-            Some(p) if p.as_os_str() == "none" => UsageFile::Off,
-            Some(p) => UsageFile::At(p),
-        };
+        let usage_file = UsageFile::from_setting(f.usage_file);
         let mut forwards = Vec::new();
         for fw in f.forward.iter().chain(&flags.forwards) {
             forwards.push(fw.parse().map_err(Failure::Config)?);

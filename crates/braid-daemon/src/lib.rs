@@ -33,6 +33,7 @@ pub mod status;
 pub mod supervise;
 pub mod tun;
 pub mod udp;
+pub mod usage_store;
 
 pub use client::{start_client, ClientHandle};
 pub use config::{ClientFlags, ClientSettings, ServerFlags, ServerSettings};

@@ -3,7 +3,7 @@
 //! sharer's WAN side records what the sharer relays.
 
 use braid_core::{SessionConfig, StaticSecret};
-use braid_daemon::config::Parsed;
+use braid_daemon::config::{Parsed, UsageFile};
 use braid_daemon::share::config::{
     Limits, MemberPolicy, NeighbourSettings, OwnerPriority, ShareSettings, StaticSharer,
 };
@@ -166,6 +166,7 @@ async fn bed_with(member: Option<StaticSecret>, limits: Limits, client: bool, wa
         community: None,
         lease: Duration::from_secs(30),
         max_relays: 8,
+        usage_file: UsageFile::Off,
     })
     .await
     .unwrap();
@@ -304,6 +305,58 @@ async fn a_member_over_its_cap_is_stopped_and_the_stream_goes_on_over_the_own_li
         Err(AllocError::Refused(_, why)) => assert!(why.contains("cap"), "{why}"),
         other => panic!("a capped member was not refused: {other:?}"),
     }
+}
+
+/// Asks `sharer` for a relay to the bed's server as the bed's client key.
+fn ask(b: &Bed, sharer: &ShareHandle) -> Ask {
+    Ask {
+        secret: b.keys.client.clone(),
+        sharer_key: sharer.shared.settings.secret.public_key(),
+        sharer: sharer.addr,
+        server: b.tap.addr,
+        community: None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_stopped_at_its_daily_cap_stays_stopped_after_the_sharer_restarts() {
+    let cap = 60_000u64;
+    let b = bed(None, Limits { daily_cap: Some(cap), ..Limits::default() }, false).await;
+    let dir = std::env::temp_dir().join(format!("braid-share-restart-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut settings = b.sharer.shared.settings.clone();
+    settings.usage_file = UsageFile::At(dir.join("share-usage.redb"));
+    let first = start_share(settings.clone()).await.unwrap();
+    // The member's datagrams (opaque to the sharer) are counted until the cap stops them.
+    let link = UdpLink::bind("127.0.0.1:0".parse().unwrap(), None).unwrap();
+    ask(&b, &first).allocate(&link).await.expect("a listed member under its cap is granted");
+    for _ in 0..100 {
+        link.socket.send_to(&[0x10u8; 1000], first.addr).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let mut m = braid_daemon::share::status::snapshot(&first.shared).members[0].clone();
+    for _ in 0..100 {
+        if m.state == "stopped" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        m = braid_daemon::share::status::snapshot(&first.shared).members[0].clone();
+    }
+    assert_eq!(m.state, "stopped", "{m:?}");
+    assert!(m.today >= cap, "{m:?}");
+    first.shutdown().await;
+
+    // A new sharer process with the same usage file: still stopped, refused at once.
+    let second = start_share(settings).await.unwrap();
+    let again = braid_daemon::share::status::snapshot(&second.shared).members[0].clone();
+    assert_eq!((again.today, again.state.as_str()), (m.today, "stopped"), "{again:?}");
+    let link2 = UdpLink::bind("127.0.0.1:0".parse().unwrap(), None).unwrap();
+    match ask(&b, &second).allocate(&link2).await {
+        Err(AllocError::Refused(_, why)) => assert!(why.contains("cap"), "{why}"),
+        other => panic!("a member capped before the restart was granted after it: {other:?}"),
+    }
+    drop(second);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,6 +5,7 @@ mod demo;
 mod keys;
 mod manual;
 mod share;
+mod share_status;
 mod sim;
 mod status;
 

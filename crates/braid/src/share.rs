@@ -22,13 +22,14 @@ fn fail(f: Failure) -> ExitCode {
     ExitCode::from(f.exit_code())
 }
 
-/// Runs `braid share` until SIGINT or SIGTERM; then it withdraws its announcement and exits 0.
+/// Runs `braid share` until SIGINT or SIGTERM; then it withdraws its announcement, writes its
+/// members' usage and exits 0.
 pub async fn run(args: ShareArgs) -> ExitCode {
     let settings = match ShareSettings::load(Some(&args.config), &args.sets) {
         Ok(s) => s,
         Err(f) => return fail(f),
     };
-    let mut handle = match braid_daemon::share::start_share(settings).await {
+    let handle = match braid_daemon::share::start_share(settings).await {
         Ok(h) => h,
         Err(f) => return fail(f),
     };
@@ -37,6 +38,6 @@ pub async fn run(args: ShareArgs) -> ExitCode {
     }
     let s = crate::daemon::stop_signal().await;
     tracing::info!(signal = s, "stopping: withdrawing the announcement and the relays");
-    handle.stop();
+    handle.shutdown().await;
     ExitCode::SUCCESS
 }

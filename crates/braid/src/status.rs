@@ -1,9 +1,12 @@
-//! `braid status`: the per-path table of a running daemon, from its status API, and
-//! `--scheduler` to switch it (a change: it sends the daemon's control token, read from the
-//! file the daemon wrote at start — see `braid_daemon::control`).
+//! `braid status`: the per-path table of a running daemon, from its status API (pointed at a
+//! `braid share`, the sharer's table: [`crate::share_status`]), and `--scheduler` to switch it
+//! (a change: it sends the daemon's control token, read from the file the daemon wrote at
+//! start — see `braid_daemon::control`).
 
 use braid_core::units::{format_bytes, format_rate};
 use braid_daemon::control;
+use braid_daemon::share::status::{ShareStatus, ROLE as SHARER};
+use braid_daemon::share::{is_neighbour_label, VIA};
 use braid_daemon::status::Status;
 use clap::Args;
 use std::collections::BTreeMap;
@@ -16,7 +19,7 @@ use std::time::Duration;
 /// Arguments of `braid status`.
 #[derive(Args, Debug)]
 pub struct StatusArgs {
-    /// The daemon's status address (its --status).
+    /// The daemon's status address (its --status; a `braid share`'s `status`).
     #[arg(long, default_value = "127.0.0.1:7002", value_name = "ADDR:PORT")]
     addr: SocketAddr,
     /// Refresh every second until interrupted; rates are then averaged over each second from
@@ -100,11 +103,65 @@ fn post(addr: SocketAddr, path: &str, body: &str, token_file: Option<&Path>) -> 
     }
 }
 
+/// A status document: a client's or server's, or a sharer's.
+#[derive(Debug)]
+pub enum Document {
+    /// `braid client` or `braid server`.
+    Daemon(Status),
+    /// `braid share`.
+    Sharer(ShareStatus),
+}
+
+impl Document {
+    /// Reads `json`: a sharer's document says so in its `role` (one from before that field
+    /// is told by its `members`).
+    pub fn parse(json: &str) -> Result<Document, String> {
+        let bad = |e: serde_json::Error| format!("not a braid status document: {e}");
+        let v: serde_json::Value = serde_json::from_str(json).map_err(bad)?;
+        let sharer = match v.get("role") {
+            Some(r) => r == SHARER,
+            None => v.get("members").is_some(),
+        };
+        if sharer {
+            serde_json::from_value(v).map(Document::Sharer).map_err(bad)
+        } else {
+            serde_json::from_value(v).map(Document::Daemon).map_err(bad)
+        }
+    }
+
+    /// As JSON, indented.
+    pub fn json(&self) -> String {
+        match self {
+            Document::Daemon(st) => serde_json::to_string_pretty(st),
+            Document::Sharer(st) => serde_json::to_string_pretty(st),
+        }
+        .unwrap_or_default()
+    }
+
+    /// Its table.
+    pub fn table(&self) -> String {
+        match self {
+            Document::Daemon(st) => table(st),
+            Document::Sharer(st) => crate::share_status::table(st),
+        }
+    }
+}
+
 /// Fetches `/status` with a plain HTTP/1.0 request.
-pub fn fetch(addr: SocketAddr) -> Result<Status, String> {
+pub fn fetch(addr: SocketAddr) -> Result<Document, String> {
     match exchange(addr, &format!("GET /status HTTP/1.0\r\nHost: {addr}\r\n\r\n"))? {
-        (200, json) => serde_json::from_str(&json).map_err(|e| format!("not a braid status document: {e}")),
+        (200, json) => Document::parse(&json),
         (code, _) => Err(format!("{addr} answered HTTP {code} to GET /status: not a braid status API")),
+    }
+}
+
+/// How a path travels: over one of the client's own links, or through a sharer (`via:NAME`);
+/// "-" on a server, which knows only the peer's address.
+fn travels(link: Option<&str>) -> String {
+    match link {
+        Some(l) if is_neighbour_label(l) => format!("sharer {}", &l[VIA.len()..]),
+        Some(_) => "own link".into(),
+        None => "-".into(),
     }
 }
 
@@ -166,14 +223,15 @@ pub fn table(st: &Status) -> String {
             s.streams
         );
         o += &format!(
-            "  {:<4} {:<22} {:<8} {:>9} {:>14} {:>14} {:>14} {:>7} {:>7} {:>5}\n",
-            "path", "link", "state", "rtt", "send", "receive", "goodput", "loss", "lost", "mtu"
+            "  {:<4} {:<22} {:<16} {:<8} {:>9} {:>14} {:>14} {:>14} {:>7} {:>7} {:>5}\n",
+            "path", "link", "travels", "state", "rtt", "send", "receive", "goodput", "loss", "lost", "mtu"
         );
         for p in &s.paths {
             o += &format!(
-                "  {:<4} {:<22} {:<8} {:>7.1}ms {:>14} {:>14} {:>14} {:>6.2}% {:>7} {:>5}\n",
+                "  {:<4} {:<22} {:<16} {:<8} {:>7.1}ms {:>14} {:>14} {:>14} {:>6.2}% {:>7} {:>5}\n",
                 p.id,
                 p.link.clone().unwrap_or_else(|| p.remote.clone()),
+                travels(p.link.as_deref()),
                 p.state,
                 p.rtt_ms,
                 format_rate(p.send_bps),
@@ -248,13 +306,15 @@ pub fn run(args: StatusArgs) -> ExitCode {
     let mut smoother = Smoother::default();
     loop {
         match fetch(args.addr) {
-            Ok(st) if args.json => println!("{}", serde_json::to_string_pretty(&st).unwrap_or_default()),
-            Ok(mut st) => {
+            Ok(doc) if args.json => println!("{}", doc.json()),
+            Ok(mut doc) => {
+                if let (Document::Daemon(st), true) = (&mut doc, args.watch) {
+                    smoother.apply(st);
+                }
                 if args.watch {
-                    smoother.apply(&mut st);
                     print!("\x1b[2J\x1b[H");
                 }
-                print!("{}", table(&st));
+                print!("{}", doc.table());
             }
             Err(e) => {
                 eprintln!("braid status: {e}");
@@ -272,6 +332,57 @@ pub fn run(args: StatusArgs) -> ExitCode {
 mod tests {
     use super::*;
     use braid_daemon::status::{PathStatus, SessionStatus};
+
+    #[test]
+    fn each_path_shows_how_it_travels() {
+        let path = |id: u8, link: &str| PathStatus { id, link: Some(link.into()), ..PathStatus::default() };
+        let st = Status {
+            role: "client".into(),
+            sessions: vec![SessionStatus {
+                paths: vec![path(0, "wwan0"), path(1, "via:alice-phone")],
+                ..SessionStatus::default()
+            }],
+            ..Status::default()
+        };
+        let t = table(&st);
+        let lines: Vec<&str> = t.lines().collect();
+        let col = lines[2].find("travels").expect("a travels column");
+        assert_eq!(&lines[3][col..col + 8], "own link", "{t}");
+        assert_eq!(&lines[4][col..col + 19], "sharer alice-phone ", "{t}");
+        // A server knows only the peer's address.
+        let server = Status {
+            role: "server".into(),
+            sessions: vec![SessionStatus {
+                paths: vec![PathStatus { remote: "198.51.100.4:40000".into(), ..PathStatus::default() }],
+                ..SessionStatus::default()
+            }],
+            ..Status::default()
+        };
+        let t = table(&server);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[3].contains("198.51.100.4:40000") && lines[3][col..].starts_with('-'), "{t}");
+    }
+
+    #[test]
+    fn a_sharers_document_is_told_from_a_daemons() {
+        let sharer = r#"{"role": "sharer", "name": "n", "key": "k", "listen": "10.0.0.1:7400",
+            "servers": [], "members": [], "relays": [], "members_rate_limit": null,
+            "owner_rate": null, "strangers_dropped": 0, "malformed": 0, "unopened": 0,
+            "refused": 0, "granted": 3}"#;
+        match Document::parse(sharer).unwrap() {
+            Document::Sharer(s) => assert_eq!((s.name.as_str(), s.granted), ("n", 3)),
+            d => panic!("{d:?}"),
+        }
+        // A sharer from before the role field, told by its members.
+        let old = sharer.replace(r#""role": "sharer","#, "");
+        assert!(matches!(Document::parse(&old).unwrap(), Document::Sharer(_)));
+        let client = serde_json::to_string(&Status { role: "client".into(), ..Status::default() }).unwrap();
+        match Document::parse(&client).unwrap() {
+            Document::Daemon(s) => assert_eq!(s.role, "client"),
+            d => panic!("{d:?}"),
+        }
+        assert!(Document::parse("{\"role\": \"sharer\"}").unwrap_err().starts_with("not a braid status"));
+    }
 
     #[test]
     fn the_table_shows_each_path_with_its_mtu() {

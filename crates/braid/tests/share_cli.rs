@@ -1,5 +1,6 @@
 //! `braid share` as an operator runs it: a bad file gets one clear line and exit code 2; a
-//! good one serves its status and stops cleanly on SIGTERM.
+//! good one serves its status (which `braid status` prints as the sharer's table), keeps its
+//! members' usage in its `usage_file` and stops cleanly on SIGTERM.
 
 use std::io::{Read, Write};
 use std::net::{TcpStream, UdpSocket};
@@ -66,12 +67,15 @@ fn bad_files_are_refused_with_a_reason_and_a_good_one_serves_until_sigterm() {
     }
     let (port, status) = (free_port(), free_port());
     let good = d.join("good.toml");
+    let usage = d.join("state").join("share-usage.redb");
     std::fs::write(
         &good,
         format!(
             "key = \"{}\"\nname = \"cli\"\nlisten = \"127.0.0.1:{port}\"\nservers = [\"127.0.0.1:7000\"]\nowner_priority = \"none\"\n\
-             announce = false\nstatus = \"127.0.0.1:{status}\"\n[[member]]\nname = \"m\"\nkey = \"{member}\"\ndaily_cap = \"1GB\"\n",
-            key.display()
+             announce = false\nstatus = \"127.0.0.1:{status}\"\nusage_file = \"{}\"\n\
+             [[member]]\nname = \"m\"\nkey = \"{member}\"\ndaily_cap = \"1GB\"\n",
+            key.display(),
+            usage.display()
         ),
     )
     .unwrap();
@@ -99,6 +103,15 @@ fn bad_files_are_refused_with_a_reason_and_a_good_one_serves_until_sigterm() {
     assert_eq!(json["name"], "cli");
     assert_eq!(json["members"][0]["name"], "m");
     assert_eq!(json["members"][0]["daily_cap"], 1_000_000_000u64);
+    assert_eq!(json["role"], "sharer");
+    assert_eq!(json["usage_file"], usage.display().to_string());
+    let out =
+        Command::new(BRAID).args(["status", "--addr", &format!("127.0.0.1:{status}")]).output().unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(table.starts_with("braid sharer cli "), "{table}");
+    let m = table.lines().find(|l| l.trim_start().starts_with("m ")).unwrap_or_else(|| panic!("{table}"));
+    assert!(m.contains("idle") && m.contains("0 B / 1.00 GB"), "{m}");
     // SAFETY: kill with a valid pid of our own child.
     unsafe { libc::kill(child.0.id() as i32, libc::SIGTERM) };
     let end = Instant::now() + Duration::from_secs(5);
@@ -110,4 +123,5 @@ fn bad_files_are_refused_with_a_reason_and_a_good_one_serves_until_sigterm() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert_eq!(code, Some(0));
+    assert!(usage.exists(), "no usage file at {}", usage.display());
 }

@@ -11,6 +11,7 @@
 //! owner_priority = "spare"        # members get spare capacity only ("none": no priority)
 //! announce = true                 # mDNS/DNS-SD
 //! status = "127.0.0.1:7401"       # JSON /status and Prometheus /metrics
+//! usage_file = "/var/lib/braid/share-usage.redb"  # members' usage across restarts ("none")
 //!
 //! [[member]]
 //! name = "bob"
@@ -26,7 +27,7 @@
 //! rate = "2mbit"
 //! ```
 
-use crate::config::{DurationText, Parsed};
+use crate::config::{DurationText, Parsed, UsageFile};
 use crate::error::Failure;
 use base64::Engine;
 use braid_core::units::{parse_bytes, parse_rate};
@@ -122,6 +123,8 @@ pub struct ShareSettings {
     pub lease: Duration,
     /// Relays (member addresses) held at once.
     pub max_relays: usize,
+    /// Where members' usage is kept across restarts ([`super::usage`]).
+    pub usage_file: UsageFile,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -186,6 +189,7 @@ struct ShareFile {
     status: Option<Parsed<SocketAddr>>,
     lease: Option<DurationText>,
     max_relays: Option<usize>,
+    usage_file: Option<PathBuf>,
     #[serde(default)]
     member: Vec<MemberFile>,
     community: Option<CommunityFile>,
@@ -267,6 +271,7 @@ impl ShareSettings {
             community,
             lease: f.lease.map_or(Duration::from_secs(30), |d| d.0),
             max_relays: f.max_relays.unwrap_or(64),
+            usage_file: UsageFile::from_setting(f.usage_file),
         })
     }
 }
@@ -355,6 +360,30 @@ impl NeighbourSection {
 }
 
 #[cfg(test)]
+impl ShareSettings {
+    /// Settings of a sharer on loopback admitting `members` and `community`, with usage in
+    /// memory only.
+    pub(crate) fn for_test(members: Vec<MemberPolicy>, community: Option<CommunityPolicy>) -> ShareSettings {
+        ShareSettings {
+            name: "s".into(),
+            secret: crate::keyfile::generate(),
+            listen: "127.0.0.1:0".parse().expect("an address"),
+            servers: vec![],
+            wan_interface: None,
+            capacity: None,
+            owner_priority: OwnerPriority::None,
+            announce: false,
+            status: None,
+            members,
+            community,
+            lease: Duration::from_secs(30),
+            max_relays: 4,
+            usage_file: UsageFile::Off,
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -370,12 +399,17 @@ mod tests {
         let p = dir.join("share.toml");
         std::fs::write(&p, text).unwrap();
         let s = ShareSettings::load(Some(&p), &[]);
+        let off = ShareSettings::load(Some(&p), &["usage_file=\"none\"".into()]);
+        let at = ShareSettings::load(Some(&p), &["usage_file=\"/tmp/u.redb\"".into()]);
         let _ = std::fs::remove_dir_all(&dir);
         let s = s.unwrap();
+        assert_eq!(off.unwrap().usage_file, UsageFile::Off);
+        assert_eq!(at.unwrap().usage_file, UsageFile::At("/tmp/u.redb".into()));
         assert_eq!(s.name, "alice-phone");
         assert_eq!(s.members[0].limits.at_cap, AtCap::Throttle(32_000));
         assert_eq!(s.owner_priority, OwnerPriority::Spare);
         assert_eq!(s.capacity, Some(10_000_000));
+        assert_eq!(s.usage_file, UsageFile::Default);
     }
 
     #[test]

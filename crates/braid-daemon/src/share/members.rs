@@ -2,21 +2,26 @@
 //! rate limit and their usage against their daily and monthly caps.
 //!
 //! Usage is counted in relayed bytes, both directions together, in calendar days and months of
-//! the sharer's local time (passed in, as the clock always is).
+//! the sharer's local time (passed in, as the clock always is); it is kept across restarts by
+//! [`super::usage`], which reads it back with [`Members::restore`] and takes it with
+//! [`Members::usage`].
 
 use super::bucket::Bucket;
 use super::config::{AtCap, Limits, ShareSettings};
+use super::usage::MemberUsage;
 use super::wire::{Mode, Status};
 use braid_core::PublicKey;
 use chrono::{Datelike, NaiveDate};
-use serde::Serialize;
-use std::collections::HashMap;
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-/// Community members remembered at most (the oldest is forgotten first).
+/// Community members remembered at most (the oldest is forgotten first, its usage parked).
 const MAX_COMMUNITY: usize = 256;
+/// Usage of community members not among them kept at most (the least used goes first).
+const MAX_PARKED: usize = 4096;
 
 /// One member's live state.
 #[derive(Debug)]
@@ -34,6 +39,10 @@ pub struct Member {
     pub down: AtomicU64,
     /// Datagrams dropped by the rate limit or a cap.
     pub dropped: AtomicU64,
+    /// Bytes/s relayed (both directions) over the last [`Members::measure`] interval.
+    rate: AtomicU64,
+    /// `up + down` at the last [`Members::measure`].
+    measured: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -47,7 +56,7 @@ struct Inner {
 }
 
 /// A member's line in the status.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct MemberStatus {
     /// Name.
     pub name: String,
@@ -71,6 +80,12 @@ pub struct MemberStatus {
     pub monthly_cap: Option<u64>,
     /// At a cap now.
     pub capped: bool,
+    /// Bytes/s relayed, both directions, over the last second.
+    #[serde(default)]
+    pub rate: u64,
+    /// relaying, idle (no relay open), throttled or stopped (by a cap).
+    #[serde(default)]
+    pub state: String,
 }
 
 impl Member {
@@ -90,7 +105,33 @@ impl Member {
             up: AtomicU64::new(0),
             down: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
+            rate: AtomicU64::new(0),
+            measured: AtomicU64::new(0),
         }
+    }
+
+    /// Takes up counting from `u` (read back after a restart): a cap it had reached acts at once.
+    fn restore(&self, u: MemberUsage) {
+        let mut g = self.lock();
+        (g.day, g.today, g.this_month) = (Some(u.day), u.today, u.this_month);
+        g.capped = self.over_cap(&g);
+        if let (true, AtCap::Throttle(r)) = (g.capped, self.limits.at_cap) {
+            g.bucket.set_rate(Some(r));
+        }
+    }
+
+    /// Its counters, once it has been counted.
+    fn usage(&self) -> Option<MemberUsage> {
+        let g = self.lock();
+        g.day.map(|day| MemberUsage { day, today: g.today, this_month: g.this_month })
+    }
+
+    /// Sets the rate from the bytes relayed over the `dt` since the last call.
+    fn measure(&self, dt: Duration) {
+        let total = self.up.load(Ordering::Relaxed) + self.down.load(Ordering::Relaxed);
+        let moved = total.saturating_sub(self.measured.swap(total, Ordering::Relaxed));
+        let rate = if dt.is_zero() { 0 } else { (moved as f64 / dt.as_secs_f64()) as u64 };
+        self.rate.store(rate, Ordering::Relaxed);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -180,9 +221,16 @@ impl Member {
         self.lock().bucket.rate()
     }
 
-    /// Its status line.
-    pub fn status(&self) -> MemberStatus {
-        let g = self.lock();
+    /// Its status line on `day`; `relaying`: a relay of it is open.
+    pub fn status(&self, day: NaiveDate, relaying: bool) -> MemberStatus {
+        let mut g = self.lock();
+        self.roll(&mut g, day);
+        let state = match (g.capped, self.limits.at_cap) {
+            (true, AtCap::Stop) => "stopped",
+            (true, AtCap::Throttle(_)) => "throttled",
+            (false, _) if relaying => "relaying",
+            (false, _) => "idle",
+        };
         MemberStatus {
             name: self.name.clone(),
             key: self.key.to_string(),
@@ -195,6 +243,8 @@ impl Member {
             this_month: g.this_month,
             monthly_cap: self.limits.monthly_cap,
             capped: g.capped,
+            rate: self.rate.load(Ordering::Relaxed),
+            state: state.into(),
         }
     }
 }
@@ -205,6 +255,8 @@ pub struct Members {
     listed: HashMap<PublicKey, Arc<Member>>,
     community_limits: Option<Limits>,
     community: Mutex<Vec<Arc<Member>>>,
+    /// Usage of community members not in `community` (read back, or forgotten there).
+    parked: Mutex<HashMap<PublicKey, MemberUsage>>,
 }
 
 impl Members {
@@ -218,7 +270,38 @@ impl Members {
                 .collect(),
             community_limits: s.community.as_ref().map(|c| c.limits),
             community: Mutex::new(Vec::new()),
+            parked: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Takes up counting from usage read back after a restart, on `day`. A community
+    /// member's waits until it comes back; usage of a past month, or of a key no longer
+    /// admitted, is dropped (and so leaves the file at the next write).
+    pub fn restore(&mut self, saved: HashMap<PublicKey, MemberUsage>, day: NaiveDate) {
+        for (key, u) in saved {
+            match self.listed.get(&key) {
+                Some(m) => m.restore(u),
+                None if self.community_limits.is_some() && (u.same_month(day) || u.day > day) => {
+                    park(self.parked.get_mut().unwrap_or_else(|e| e.into_inner()), key, u);
+                }
+                None => {}
+            }
+        }
+    }
+
+    /// Every member's usage, to be kept.
+    pub fn usage(&self) -> Vec<(PublicKey, MemberUsage)> {
+        let live = |m: &Arc<Member>| m.usage().map(|u| (m.key, u));
+        let mut v: Vec<_> = self.listed.values().filter_map(live).collect();
+        v.extend(self.community.lock().unwrap_or_else(|e| e.into_inner()).iter().filter_map(live));
+        v.extend(self.parked.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(k, u)| (*k, *u)));
+        v
+    }
+
+    /// Sets each member's rate from what it relayed over the `dt` since the last call.
+    pub fn measure(&self, dt: Duration) {
+        self.listed.values().for_each(|m| m.measure(dt));
+        self.community.lock().unwrap_or_else(|e| e.into_inner()).iter().for_each(|m| m.measure(dt));
     }
 
     /// The member a request from `key`, admitted by `mode`, with `timestamp`, stands for; or
@@ -249,22 +332,40 @@ impl Members {
         if let Some(m) = c.iter().find(|m| m.key == *key) {
             return m.clone();
         }
+        let mut parked = self.parked.lock().unwrap_or_else(|e| e.into_inner());
         if c.len() >= MAX_COMMUNITY {
-            c.remove(0);
+            let old = c.remove(0);
+            if let Some(u) = old.usage() {
+                park(&mut parked, old.key, u);
+            }
         }
         let limits = self.community_limits.unwrap_or_default();
         let m = Arc::new(Member::new(format!("community:{}", crate::config::key_name(key)), *key, limits));
+        if let Some(u) = parked.remove(key) {
+            m.restore(u);
+        }
         c.push(m.clone());
         m
     }
 
-    /// Status lines of every member, listed first.
-    pub fn status(&self) -> Vec<MemberStatus> {
-        let mut v: Vec<MemberStatus> = self.listed.values().map(|m| m.status()).collect();
+    /// Status lines of every member on `day`, listed first; `relaying`: keys with a relay open.
+    pub fn status(&self, day: NaiveDate, relaying: &HashSet<PublicKey>) -> Vec<MemberStatus> {
+        let line = |m: &Arc<Member>| m.status(day, relaying.contains(&m.key));
+        let mut v: Vec<MemberStatus> = self.listed.values().map(line).collect();
         v.sort_by(|a, b| a.name.cmp(&b.name));
-        v.extend(self.community.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|m| m.status()));
+        v.extend(self.community.lock().unwrap_or_else(|e| e.into_inner()).iter().map(line));
         v
     }
+}
+
+/// Parks `u` as `key`'s usage; when full, the least used this month makes room.
+fn park(parked: &mut HashMap<PublicKey, MemberUsage>, key: PublicKey, u: MemberUsage) {
+    if parked.len() >= MAX_PARKED && !parked.contains_key(&key) {
+        if let Some(least) = parked.iter().min_by_key(|(_, u)| u.this_month).map(|(k, _)| *k) {
+            parked.remove(&least);
+        }
+    }
+    parked.insert(key, u);
 }
 
 #[cfg(test)]
@@ -289,7 +390,7 @@ mod tests {
         assert!(m.stopped(day(1)));
         assert_eq!(m.cap_left(), 0);
         assert!(m.admit(t, day(2), 1500, true), "a new day starts afresh");
-        assert_eq!(m.status().this_month, 4500);
+        assert_eq!(m.status(day(2), false).this_month, 4500);
     }
 
     #[test]
@@ -300,36 +401,53 @@ mod tests {
         assert!(m.admit(t, day(1), 1200, true));
         assert_eq!(m.rate_now(), Some(100));
         assert!(!m.stopped(day(1)));
-        assert!(m.status().capped);
+        assert!(m.status(day(1), false).capped);
     }
 
     #[test]
     fn replays_and_strangers_are_refused() {
         let k = crate::keyfile::generate().public_key();
         let stranger = crate::keyfile::generate().public_key();
-        let s = ShareSettings {
-            name: "s".into(),
-            secret: crate::keyfile::generate(),
-            listen: "127.0.0.1:0".parse().unwrap(),
-            servers: vec![],
-            wan_interface: None,
-            capacity: None,
-            owner_priority: super::super::config::OwnerPriority::None,
-            announce: false,
-            status: None,
-            members: vec![super::super::config::MemberPolicy {
-                name: "m".into(),
-                key: k,
-                limits: Limits::default(),
-            }],
-            community: None,
-            lease: std::time::Duration::from_secs(30),
-            max_relays: 4,
-        };
+        let m = super::super::config::MemberPolicy { name: "m".into(), key: k, limits: Limits::default() };
+        let s = ShareSettings::for_test(vec![m], None);
         let ms = Members::new(&s);
         assert!(ms.admit(&k, Mode::Listed, 5, day(1)).is_ok());
         assert_eq!(ms.admit(&k, Mode::Listed, 5, day(1)).err(), Some(Status::Stale));
         assert_eq!(ms.admit(&stranger, Mode::Listed, 9, day(1)).err(), Some(Status::KeyNotAdmitted));
         assert_eq!(ms.admit(&stranger, Mode::Community, 9, day(1)).err(), Some(Status::KeyNotAdmitted));
+    }
+
+    #[test]
+    fn the_rate_is_what_was_relayed_over_the_interval() {
+        let m = Member::new("r".into(), crate::keyfile::generate().public_key(), Limits::default());
+        let t = Instant::now();
+        assert!(m.admit(t, day(1), 30_000, true) && m.admit(t, day(1), 10_000, false));
+        m.measure(Duration::from_millis(500));
+        assert_eq!(m.status(day(1), true).rate, 80_000);
+        assert_eq!(m.status(day(1), true).state, "relaying");
+        m.measure(Duration::from_secs(1));
+        assert_eq!(m.status(day(1), false).rate, 0, "nothing moved since");
+        assert_eq!(m.status(day(1), false).state, "idle");
+    }
+
+    #[test]
+    fn a_forgotten_community_member_gets_its_usage_back() {
+        let limits = Limits { daily_cap: Some(5000), ..Limits::default() };
+        let community = super::super::config::CommunityPolicy { key: [7; 32], limits };
+        let ms = Members::new(&ShareSettings::for_test(vec![], Some(community)));
+        let (t, d) = (Instant::now(), day(3));
+        let first = crate::keyfile::generate().public_key();
+        let m = ms.admit(&first, Mode::Community, 1, d).unwrap();
+        assert!(m.admit(t, d, 5000, true));
+        assert_eq!(m.status(d, true).state, "stopped");
+        // Enough newcomers to push it out of the members held in memory.
+        for i in 0..MAX_COMMUNITY {
+            ms.admit(&crate::keyfile::generate().public_key(), Mode::Community, i as u64 + 1, d).unwrap();
+        }
+        assert!(ms.community.lock().unwrap().iter().all(|m| m.key != first));
+        assert!(ms.usage().contains(&(first, MemberUsage { day: d, today: 5000, this_month: 5000 })));
+        assert_eq!(ms.admit(&first, Mode::Community, 2, d).err(), Some(Status::OverCap));
+        let back = ms.status(d, &HashSet::new()).into_iter().find(|s| s.key == first.to_string()).unwrap();
+        assert_eq!((back.today, back.state.as_str()), (5000, "stopped"));
     }
 }

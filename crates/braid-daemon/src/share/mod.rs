@@ -5,6 +5,7 @@
 //! - [`wire`] and [`noise`]: the allocation exchange (Noise IKpsk1) by which a member asks a
 //!   sharer to relay its address to a server;
 //! - [`members`], [`bucket`], [`spare`]: who is admitted, rate limits, caps, owner priority;
+//!   [`usage`]: members' usage kept across restarts;
 //! - [`relay`]: the data plane; [`status`]: the sharer's JSON and metrics; [`mdns`]: discovery;
 //! - [`member`] and [`neighbours`]: the client's side; [`select`]: seed 000's channel selection.
 
@@ -19,6 +20,7 @@ pub mod relay;
 pub mod select;
 pub mod spare;
 pub mod status;
+pub mod usage;
 pub mod wire;
 
 use crate::error::Failure;
@@ -60,6 +62,12 @@ impl ShareHandle {
         }
         self.shared.stop_all();
     }
+
+    /// Stops relaying, then writes the members' usage one last time.
+    pub async fn shutdown(mut self) {
+        self.stop();
+        self.shared.usage.flush(&self.shared.members).await;
+    }
 }
 
 impl Drop for ShareHandle {
@@ -77,12 +85,17 @@ pub async fn start_share(settings: ShareSettings) -> Result<ShareHandle, Failure
         Arc::new(Shared::new(settings, lan).map_err(|e| Failure::Config(format!("sharer key: {e}")))?);
     let s = &shared.settings;
     let mut tasks = vec![tokio::spawn(relay::upstream(shared.clone()))];
+    tasks.push(tokio::spawn(usage::UsageKeeper::run(shared.clone())));
     let sweeper = shared.clone();
     tasks.push(tokio::spawn(async move {
         let mut t = tokio::time::interval(std::time::Duration::from_secs(1));
+        let mut last = tokio::time::Instant::now();
         loop {
             t.tick().await;
             sweeper.sweep();
+            let now = tokio::time::Instant::now();
+            sweeper.members.measure(now - last);
+            last = now;
         }
     }));
     if s.owner_priority == OwnerPriority::Spare {

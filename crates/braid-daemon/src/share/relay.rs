@@ -13,11 +13,13 @@ use super::bucket::Bucket;
 use super::config::ShareSettings;
 use super::members::{Member, Members};
 use super::noise::SharerKeys;
+use super::usage::UsageKeeper;
 use super::wire::{Grant, Status, INIT_LEN, TYPE_ALLOC_INIT};
 use crate::udp::canonical;
+use braid_core::PublicKey;
 use chrono::NaiveDate;
 use socket2::{Domain, Protocol, Socket, Type};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
@@ -86,6 +88,8 @@ pub struct Shared {
     keys: SharerKeys,
     /// Members.
     pub members: Members,
+    /// Where their usage is kept.
+    pub usage: UsageKeeper,
     relays: RwLock<HashMap<SocketAddr, Arc<Relay>>>,
     /// The LAN socket.
     pub lan: Arc<UdpSocket>,
@@ -103,7 +107,7 @@ pub struct Shared {
 }
 
 /// A relay's line in the status.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct RelayStatus {
     /// Member name.
     pub member: String,
@@ -122,14 +126,18 @@ fn today() -> NaiveDate {
 }
 
 impl Shared {
-    /// State for `settings` around the bound LAN socket.
+    /// State for `settings` around the bound LAN socket; members count on from the usage
+    /// kept in `settings.usage_file`.
     pub fn new(settings: ShareSettings, lan: UdpSocket) -> Result<Shared, super::noise::HandshakeError> {
         let keys = SharerKeys::new(&settings.secret, settings.community.as_ref().map(|c| c.key))?;
-        let members = Members::new(&settings);
+        let (usage, saved) = UsageKeeper::open(&settings.usage_file, &settings.secret.public_key());
+        let mut members = Members::new(&settings);
+        members.restore(saved, today());
         Ok(Shared {
             settings,
             keys,
             members,
+            usage,
             relays: RwLock::new(HashMap::new()),
             lan: Arc::new(lan),
             gate: Mutex::new(Bucket::new(None)),
@@ -142,8 +150,14 @@ impl Shared {
         })
     }
 
-    fn day(&self) -> NaiveDate {
+    /// The calendar day now (renewed by [`Shared::sweep`]).
+    pub fn day(&self) -> NaiveDate {
         NaiveDate::from_num_days_from_ce_opt(self.day.load(Ordering::Relaxed)).unwrap_or_else(today)
+    }
+
+    /// Time since the sharer started.
+    pub fn uptime(&self) -> Duration {
+        self.epoch.elapsed()
     }
 
     fn ms(&self) -> u64 {
@@ -182,6 +196,11 @@ impl Shared {
             .collect();
         v.sort_by_key(|r| r.from);
         v
+    }
+
+    /// Keys of the members with a relay open.
+    pub fn relaying(&self) -> HashSet<PublicKey> {
+        self.relays.read().unwrap_or_else(|e| e.into_inner()).values().map(|r| r.member.key).collect()
     }
 
     /// Whether an allocation message from `ip` may be opened now (per source, then in all).

@@ -1,6 +1,8 @@
-//! The sharer's status: JSON at `/status` (its members, their rates and usage against their
-//! caps, the relays open now, what was refused and dropped) and Prometheus text at `/metrics`.
+//! The sharer's status: JSON at `/status` (its link, its members, their rates and usage against
+//! their caps, the relays open now, what was refused and dropped) and Prometheus text at
+//! `/metrics`. `braid status` tells the document from a client's or server's by its `role`.
 
+use super::config::OwnerPriority;
 use super::members::MemberStatus;
 use super::relay::{RelayStatus, Shared};
 use axum::extract::State;
@@ -8,16 +10,28 @@ use axum::http::header;
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::{Json, Router};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt::Write;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::task::JoinHandle;
 
+/// The `role` of a sharer's status document.
+pub const ROLE: &str = "sharer";
+
 /// The sharer's status document.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ShareStatus {
+    /// [`ROLE`].
+    #[serde(default)]
+    pub role: String,
+    /// braid version.
+    #[serde(default)]
+    pub version: String,
+    /// Seconds since start.
+    #[serde(default)]
+    pub uptime_s: f64,
     /// Announced name.
     pub name: String,
     /// Public key.
@@ -26,14 +40,26 @@ pub struct ShareStatus {
     pub listen: SocketAddr,
     /// Servers relayed to.
     pub servers: Vec<SocketAddr>,
+    /// The WAN interface relayed sockets leave on (null: the routing table's choice).
+    #[serde(default)]
+    pub wan_interface: Option<String>,
+    /// The WAN link's capacity, bit/s (null: not configured).
+    #[serde(default)]
+    pub capacity_bps: Option<u64>,
+    /// "spare" (members get only what the owner leaves) or "none".
+    #[serde(default)]
+    pub owner_priority: String,
+    /// Where members' usage is kept across restarts (null: in memory only).
+    #[serde(default)]
+    pub usage_file: Option<String>,
     /// Members and their usage.
     pub members: Vec<MemberStatus>,
     /// Relays open now.
     pub relays: Vec<RelayStatus>,
     /// What all members together may use now, bytes/s (null: no limit).
     pub members_rate_limit: Option<u64>,
-    /// The owner's own rate, bytes/s (owner priority only).
-    pub owner_rate: u64,
+    /// The owner's own rate, bytes/s (null: not measured, without owner priority).
+    pub owner_rate: Option<u64>,
     /// Datagrams from addresses without a relay, dropped.
     pub strangers_dropped: u64,
     /// Allocation messages malformed or with a bad MAC.
@@ -49,15 +75,28 @@ pub struct ShareStatus {
 /// The status now.
 pub fn snapshot(s: &Shared) -> ShareStatus {
     let c = &s.counters;
+    let set = &s.settings;
+    let measured = set.owner_priority == OwnerPriority::Spare && set.capacity.is_some();
     ShareStatus {
-        name: s.settings.name.clone(),
-        key: s.settings.secret.public_key().to_string(),
-        listen: s.lan.local_addr().unwrap_or(s.settings.listen),
-        servers: s.settings.servers.clone(),
-        members: s.members.status(),
+        role: ROLE.into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        uptime_s: s.uptime().as_secs_f64(),
+        name: set.name.clone(),
+        key: set.secret.public_key().to_string(),
+        listen: s.lan.local_addr().unwrap_or(set.listen),
+        servers: set.servers.clone(),
+        wan_interface: set.wan_interface.clone(),
+        capacity_bps: set.capacity,
+        owner_priority: match set.owner_priority {
+            OwnerPriority::Spare => "spare",
+            OwnerPriority::None => "none",
+        }
+        .into(),
+        usage_file: s.usage.path().map(|p| p.display().to_string()),
+        members: s.members.status(s.day(), &s.relaying()),
         relays: s.relays(),
         members_rate_limit: s.gate.lock().unwrap_or_else(|e| e.into_inner()).rate(),
-        owner_rate: s.owner_rate.load(Ordering::Relaxed),
+        owner_rate: measured.then(|| s.owner_rate.load(Ordering::Relaxed)),
         strangers_dropped: c.strangers.load(Ordering::Relaxed),
         malformed: c.malformed.load(Ordering::Relaxed),
         unopened: c.unopened.load(Ordering::Relaxed),
@@ -94,6 +133,10 @@ pub fn metrics(st: &ShareStatus) -> String {
         let _ =
             writeln!(o, "braid_share_member_dropped_total{{member=\"{}\"}} {}", label(&m.name), m.dropped);
     }
+    let _ = writeln!(o, "# TYPE braid_share_member_rate_bytes gauge");
+    for m in &st.members {
+        let _ = writeln!(o, "braid_share_member_rate_bytes{{member=\"{}\"}} {}", label(&m.name), m.rate);
+    }
     let _ = writeln!(o, "# TYPE braid_share_member_cap_used_ratio gauge");
     for m in &st.members {
         let used = [(m.today, m.daily_cap), (m.this_month, m.monthly_cap)]
@@ -103,11 +146,9 @@ pub fn metrics(st: &ShareStatus) -> String {
         let _ = writeln!(o, "braid_share_member_cap_used_ratio{{member=\"{}\"}} {used}", label(&m.name));
     }
     let _ = writeln!(o, "# TYPE braid_share_relays gauge\nbraid_share_relays {}", st.relays.len());
-    let _ = writeln!(
-        o,
-        "# TYPE braid_share_owner_rate_bytes gauge\nbraid_share_owner_rate_bytes {}",
-        st.owner_rate
-    );
+    if let Some(r) = st.owner_rate {
+        let _ = writeln!(o, "# TYPE braid_share_owner_rate_bytes gauge\nbraid_share_owner_rate_bytes {r}");
+    }
     for (name, v) in [
         ("strangers_dropped", st.strangers_dropped),
         ("malformed", st.malformed),

@@ -220,7 +220,7 @@ impl Lab {
             &cfg,
             format!(
                 "key = \"{}\"\nname = \"neighbour{i}\"\nlisten = \"192.168.77.{}:7400\"\nservers = [\"{SERVICE}:7591\"]\n\
-                 wan_interface = \"nw{i}\"\nstatus = \"127.0.0.1:7401\"\n{extra}\n[[member]]\nname = \"client\"\nkey = \"{member}\"\n",
+                 wan_interface = \"nw{i}\"\nstatus = \"127.0.0.1:7401\"\nusage_file = \"none\"\n{extra}\n[[member]]\nname = \"client\"\nkey = \"{member}\"\n",
                 k.display(),
                 10 + i
             ),
