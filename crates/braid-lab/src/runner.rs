@@ -352,6 +352,15 @@ fn run_one(ctx: &Ctx, lab: &mut Lab, c: &Contender, w: &Workload, rep: u32) -> R
             Err(e) => notes.push(format!("status snapshot failed: {e:#}")),
         }
     }
+    // A piconet's sharers: their members, rates and usage after the transfer.
+    for (k, (ns, addr)) in (1..).zip(&running.sharer_status) {
+        match http_get(ns, *addr, "/status", Duration::from_secs(2)) {
+            Ok(body) => {
+                std::fs::write(raw.with_file_name(format!("{}-{rep}-share{k}.json", c.name())), body)?
+            }
+            Err(e) => notes.push(format!("sharer {k} status snapshot failed: {e:#}")),
+        }
+    }
     let mut running = running;
     let transfer = match transfer {
         Ok(t) => t,

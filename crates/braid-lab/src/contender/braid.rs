@@ -160,7 +160,7 @@ pub fn start(
         Proc::spawn("braid server", s, &lab.dir().join(format!("braid-server-{tag}.log")), Stdin::Null)?;
     wait_udp(lab.srv(), BRAID_PORT, &mut server)?;
     running.procs.push(server);
-    running.procs.extend(super::share::start_sharers(lab, braid, &keys, &cli_pub, tag)?);
+    super::share::start_sharers(lab, braid, &keys, &cli_pub, tag, running)?;
 
     let mut c = Command::new("ip");
     c.args(["netns", "exec", lab.cli()]).arg(braid).args(client_args(

@@ -120,6 +120,8 @@ pub struct Running {
     pub status: Option<(String, SocketAddr)>,
     /// The server's JSON status endpoint (namespace, address).
     pub server_status: Option<(String, SocketAddr)>,
+    /// Each sharer's JSON status endpoint in a piconet (namespace, address).
+    pub sharer_status: Vec<(String, SocketAddr)>,
     /// Remarks for the report (e.g. fewer links than expected came up).
     pub notes: Vec<String>,
     procs: Vec<Proc>,
@@ -162,6 +164,7 @@ pub fn start(
         target: Target { host: Names::srv_addr(1), port, bind: None, mptcp, ns: None },
         status: None,
         server_status: None,
+        sharer_status: Vec::new(),
         notes: Vec::new(),
         procs: vec![server],
     };

@@ -36,18 +36,21 @@ pub fn sharer_name(k: usize) -> String {
 /// Neighbour `k`'s `braid share` configuration: it relays only to the lab's server, only for
 /// `member`, over WAN link `link` of `rate_bps`. The owners are idle in the lab, so members get
 /// the whole link (`owner_priority = "none"`, as in seed 000's piconet experiment); spare-capacity
-/// mode has its own root test (crates/braid/tests/piconet.rs).
+/// mode has its own root test (crates/braid/tests/piconet.rs). Its usage against caps is kept
+/// beside its key, in the run's own directory.
 pub fn sharer_config(k: usize, link: usize, rate_bps: u64, key: &Path, member: &str) -> String {
     format!(
         "key = \"{}\"\nname = \"{}\"\nlisten = \"{}:{SHARE_PORT}\"\nservers = [\"{}:{BRAID_PORT}\"]\n\
          wan_interface = \"{}\"\ncapacity = \"{}\"\nowner_priority = \"none\"\n\
-         status = \"127.0.0.1:{SHARE_STATUS_PORT}\"\n\n[[member]]\nname = \"client\"\nkey = \"{member}\"\n",
+         status = \"127.0.0.1:{SHARE_STATUS_PORT}\"\nusage_file = \"{}\"\n\n\
+         [[member]]\nname = \"client\"\nkey = \"{member}\"\n",
         key.display(),
         sharer_name(k),
         Names::lan_addr(k),
         Names::srv_addr(1),
         Names::cli_dev(link),
         tc_rate(rate_bps),
+        key.with_extension("usage.redb").display(),
     )
 }
 
@@ -61,9 +64,16 @@ pub fn client_args() -> Vec<String> {
     ]
 }
 
-/// Starts `braid share` in every neighbour namespace, with a fresh key each.
-pub fn start_sharers(lab: &Lab, braid: &Path, keys: &Path, member: &str, tag: &str) -> Result<Vec<Proc>> {
-    let mut procs = Vec::new();
+/// Starts `braid share` in every neighbour namespace, with a fresh key each; their status
+/// endpoints go to `running.sharer_status`.
+pub fn start_sharers(
+    lab: &Lab,
+    braid: &Path,
+    keys: &Path,
+    member: &str,
+    tag: &str,
+    running: &mut super::Running,
+) -> Result<()> {
     for (k, ns) in (1..).zip(lab.neighbours()) {
         let key = keys.join(format!("share{k}.key"));
         super::braid::keypair(braid, &key)?;
@@ -73,9 +83,10 @@ pub fn start_sharers(lab: &Lab, braid: &Path, keys: &Path, member: &str, tag: &s
         let mut c = Command::new("ip");
         c.args(["netns", "exec", ns]).arg(braid).args(["share", "--config"]).arg(&cfg);
         let log = lab.dir().join(format!("braid-share{k}-{tag}.log"));
-        procs.push(Proc::spawn(&format!("braid share {k}"), c, &log, Stdin::Null)?);
+        running.procs.push(Proc::spawn(&format!("braid share {k}"), c, &log, Stdin::Null)?);
+        running.sharer_status.push((ns.clone(), ([127, 0, 0, 1], SHARE_STATUS_PORT).into()));
     }
-    Ok(procs)
+    Ok(())
 }
 
 /// Waits until the client (status on `status` in the client namespace) has a path on each of
@@ -133,6 +144,7 @@ mod tests {
         assert_eq!(v["servers"].as_array().unwrap()[0].as_str(), Some("10.0.1.2:7000"));
         assert_eq!(v["wan_interface"].as_str(), Some("c3"));
         assert_eq!(v["capacity"].as_str(), Some("10mbit"));
+        assert_eq!(v["usage_file"].as_str(), Some("/k/share2.usage.redb"));
         assert_eq!(v["member"].as_array().unwrap()[0]["key"].as_str(), Some("PUB"));
     }
 }
