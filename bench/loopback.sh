@@ -2,11 +2,22 @@
 # Unshaped loopback throughput of one TCP stream through braid (client and server, two paths:
 # 127.0.0.1 and 127.0.0.2), next to a plain TCP copy over loopback, in one run.
 # Prints Gbit/s and CPU-seconds per GB (user+system of the processes involved).
-# Needs: iperf3. Usage: bench/loopback.sh [SECONDS] [CONGESTION]
+# Needs: iperf3. Usage: bench/loopback.sh [--json] [SECONDS]
+# --json adds one JSON object on the last line:
+#   {"braid_gbps", "braid_cpu_s_per_gb", "tcp_gbps", "tcp_cpu_s_per_gb", "paths", "seconds"}
 # BRAID=path/to/braid measures that binary instead of building this tree's (side-by-side
 # comparisons of two builds).
 set -euo pipefail
-SECS=${1:-10}
+JSON=0
+ARGS=()
+for a in "$@"; do
+  case "$a" in
+    --json) JSON=1 ;;
+    -*) echo "bench/loopback.sh: unknown option $a (usage: bench/loopback.sh [--json] [SECONDS])" >&2; exit 2 ;;
+    *) ARGS+=("$a") ;;
+  esac
+done
+SECS=${ARGS[0]:-10}
 cd "$(dirname "$0")/.."
 if [ -z "${BRAID:-}" ]; then cargo build -q --release -p braid; fi
 B=${BRAID:-$PWD/target/release/braid}
@@ -41,9 +52,9 @@ BR_JSON=$(iperf3 -c 127.0.0.1 -p 5300 -t "$SECS" -J)
 C1=$(cpu "$CP"); S1=$(cpu "$SP")
 BR_BPS=$(echo "$BR_JSON" | python3 -c 'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"])')
 PATHS=$($B status --addr 127.0.0.1:7402 | grep -cE '^  [0-9]+ ' || true)
-python3 - "$SECS" "$TCP_BPS" "$TCP_CPU" "$BR_BPS" "$C0" "$C1" "$S0" "$S1" "$PATHS" <<'PY'
-import sys
-secs, tcp_bps, tcp_cpu_frac, br_bps, c0, c1, s0, s1, paths = sys.argv[1:]
+python3 - "$SECS" "$TCP_BPS" "$TCP_CPU" "$BR_BPS" "$C0" "$C1" "$S0" "$S1" "$PATHS" "$JSON" <<'PY'
+import json, sys
+secs, tcp_bps, tcp_cpu_frac, br_bps, c0, c1, s0, s1, paths, as_json = sys.argv[1:]
 secs=float(secs); tcp_bps=float(tcp_bps); br_bps=float(br_bps)
 tcp_gb = tcp_bps*secs/8/1e9; br_gb = br_bps*secs/8/1e9
 tcp_cpu = float(tcp_cpu_frac)*secs
@@ -53,4 +64,10 @@ print(f"{'plain TCP over loopback':28} {tcp_bps/1e9:8.2f} {tcp_cpu/tcp_gb:13.2f}
 print(f"{'braid, 1 stream, '+paths+' paths':28} {br_bps/1e9:8.2f} {br_cpu/br_gb:13.2f}   (braid client+server; iperf3 not counted)")
 print(f"ratio braid / TCP: {br_bps/tcp_bps:.3f}")
 print(f"braid CPU: client {float(c1)-float(c0):.2f} s, server {float(s1)-float(s0):.2f} s over {secs:.0f} s")
+if as_json == "1":
+    print(json.dumps({
+        "braid_gbps": round(br_bps/1e9, 3), "braid_cpu_s_per_gb": round(br_cpu/br_gb, 3),
+        "tcp_gbps": round(tcp_bps/1e9, 3), "tcp_cpu_s_per_gb": round(tcp_cpu/tcp_gb, 3),
+        "paths": int(paths), "seconds": secs,
+    }))
 PY
