@@ -127,6 +127,10 @@ fn rows_ratios_recovery_and_files() {
     assert!(!m.not_recovered);
     // 0.5 s trailing average reaches 90% of 24 Mbit/s once the window holds 22 Mbit/s only.
     assert!(m.restore_ms.is_some_and(|ms| ms > 500.0 && ms < 1100.0), "{:?}", m.restore_ms);
+    // What a user sees: 0.3 s of nothing then 5 of 5 Mbit/s in the first second; the restore
+    // comes at its end, so nothing is left to call settled.
+    assert!((m.first_second_share.unwrap() - 0.7).abs() < 1e-9, "{:?}", m.first_second_share);
+    assert_eq!(m.settled_share, None);
     // Time-weighted link rate: link 1 is down for 1 s of 4.
     assert!((m.ratio_to_link_rates.unwrap() - 16e6 / (15e6 + 5e6)).abs() < 1e-9);
     let single = cut_rows.iter().find(|r| r.name == "tcp-link1").unwrap();
@@ -158,10 +162,13 @@ fn rows_ratios_recovery_and_files() {
     assert!(md.contains("| sum-of-singles | 24.00 Mbit/s | 1.000 | 0.960 | — | 6 |"), "{md}");
     assert!(md.contains("| mptcp | 16.00 Mbit/s |"), "{md}");
     assert!(
-        md.contains("| recovery (100 ms) | recovery (0.5 s avg) | back to full after restore (0.5 s avg) |"),
+        md.contains(
+            "| recovery (100 ms) | recovery (0.5 s avg) | 1st s after cut ÷ surviving | then ÷ surviving | back to full after restore (0.5 s avg) |"
+        ),
         "{md}"
     );
     assert!(md.contains("| 0.30 s |"), "{md}");
+    assert!(md.contains("| 0.70 | — |"), "{md}");
     // A multi-line reason with a pipe stays inside one table row.
     assert!(
         md.contains("| braid-minrtt | FAILED: braid client exited (exit status: 1): no / route |"),
