@@ -35,8 +35,7 @@ pub fn load_scenario(path: &Path) -> Result<Scenario> {
 
 /// Fails unless running as root.
 pub fn require_root(what: &str) -> Result<()> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !nix::unistd::geteuid().is_root() {
         bail!("{what} needs root (it creates network namespaces); run it with sudo");
     }
     Ok(())

@@ -6,7 +6,6 @@
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::time::Duration;
 
@@ -19,11 +18,9 @@ pub fn in_netns<T: Send>(ns: &str, f: impl FnOnce() -> T + Send) -> Result<T> {
     let file = File::open(&path).with_context(|| format!("namespace {ns} not found"))?;
     std::thread::scope(|s| {
         s.spawn(|| -> Result<T> {
-            // SAFETY: setns on a valid namespace fd; it only changes this thread's namespace.
-            let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
-            if rc != 0 {
-                bail!("setns({ns}): {}", std::io::Error::last_os_error());
-            }
+            // Changes this thread's network namespace only.
+            nix::sched::setns(&file, nix::sched::CloneFlags::CLONE_NEWNET)
+                .map_err(|e| anyhow!("setns({ns}): {e}"))?;
             Ok(f())
         })
         .join()

@@ -63,13 +63,12 @@ impl Proc {
             Stdin::KeepOpen => Stdio::piped(),
         });
         cmd.process_group(0);
-        // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+        // SAFETY: prctl(PR_SET_PDEATHSIG) is async-signal-safe and touches no memory of the
+        // parent.
         unsafe {
             cmd.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
+                nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+                    .map_err(std::io::Error::from)
             });
         }
         let line = describe(&cmd);
@@ -127,11 +126,9 @@ impl Proc {
         if matches!(self.try_wait(), Ok(Some(_))) {
             return true;
         }
-        let pid = self.child.id() as libc::pid_t;
-        // SAFETY: plain kill(2) on our own unreaped child; its PID cannot have been reused.
-        unsafe {
-            libc::kill(pid, libc::SIGTERM);
-        }
+        // Our own unreaped child: its PID cannot have been reused.
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
         if self.wait_quietly(TERM_GRACE) {
             return true;
         }

@@ -6,12 +6,14 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
+use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
+
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
 
-const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+const SIGNALS: [Signal; 3] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP];
 
-extern "C" fn on_signal(sig: libc::c_int) {
+extern "C" fn on_signal(sig: std::ffi::c_int) {
     // Only async-signal-safe work here: two atomic stores.
     SIGNAL.store(sig, Ordering::SeqCst);
     INTERRUPTED.store(true, Ordering::SeqCst);
@@ -31,7 +33,7 @@ impl std::error::Error for Interrupted {}
 
 /// Installs the handlers; dropping the guard restores the previous ones.
 pub struct SignalGuard {
-    old: Vec<(libc::c_int, libc::sigaction)>,
+    old: Vec<(Signal, SigAction)>,
 }
 
 impl SignalGuard {
@@ -39,33 +41,23 @@ impl SignalGuard {
     pub fn install() -> std::io::Result<Self> {
         INTERRUPTED.store(false, Ordering::SeqCst);
         SIGNAL.store(0, Ordering::SeqCst);
-        let mut old = Vec::new();
+        let action = SigAction::new(SigHandler::Handler(on_signal), SaFlags::SA_RESTART, SigSet::empty());
+        let mut guard = SignalGuard { old: Vec::new() };
         for sig in SIGNALS {
-            // SAFETY: sigaction is called with a zeroed, fully initialised struct whose handler
-            // is an `extern "C"` function that only touches atomics.
-            unsafe {
-                let mut action: libc::sigaction = std::mem::zeroed();
-                action.sa_sigaction = on_signal as *const () as libc::sighandler_t;
-                libc::sigemptyset(&mut action.sa_mask);
-                action.sa_flags = libc::SA_RESTART;
-                let mut prev: libc::sigaction = std::mem::zeroed();
-                if libc::sigaction(sig, &action, &mut prev) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                old.push((sig, prev));
-            }
+            // SAFETY: the handler is an `extern "C"` function that only stores to atomics, which
+            // is async-signal-safe.
+            let prev = unsafe { sigaction(sig, &action) }.map_err(std::io::Error::from)?;
+            guard.old.push((sig, prev));
         }
-        Ok(SignalGuard { old })
+        Ok(guard)
     }
 }
 
 impl Drop for SignalGuard {
     fn drop(&mut self) {
         for (sig, prev) in &self.old {
-            // SAFETY: restores the action saved by `install`.
-            unsafe {
-                libc::sigaction(*sig, prev, std::ptr::null_mut());
-            }
+            // SAFETY: restores the action `install` replaced.
+            let _ = unsafe { sigaction(*sig, prev) };
         }
     }
 }

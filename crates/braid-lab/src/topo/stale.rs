@@ -71,10 +71,9 @@ pub fn pids_mentioning(needle: &str) -> Vec<u32> {
 /// SIGKILLs processes that are not our children and waits (bounded) until they are gone.
 pub fn kill_foreign(pids: &[u32]) {
     for &pid in pids {
-        // SAFETY: kill(2) by PID; the callers only pass PIDs of lab processes.
-        unsafe {
-            libc::kill(pid as libc::pid_t, libc::SIGKILL);
-        }
+        // The callers only pass PIDs of lab processes.
+        let _ =
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL);
     }
     for _ in 0..100 {
         if pids.iter().all(|p| !alive(*p)) {

@@ -14,8 +14,7 @@ pub fn skip_reason(tools: &[&str]) -> Option<String> {
 }
 
 fn why_not(tools: &[&str]) -> Option<String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !nix::unistd::geteuid().is_root() {
         return Some("needs root (network namespaces)".into());
     }
     let missing: Vec<&str> =
