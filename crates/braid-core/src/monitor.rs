@@ -75,6 +75,9 @@ pub struct PairProbe {
     pub size: u64,
     /// Receive time of each probe at the peer, on our clock shifted by the return trip.
     pub received: [Option<Timestamp>; 2],
+    /// The path each probe's ACK came back on: the return trips cancel only when it is the
+    /// same one.
+    pub returned_on: [Option<u8>; 2],
 }
 
 /// Measurements of one path.
@@ -244,7 +247,10 @@ impl Monitor {
     /// Records a probe packet of the pair as sent.
     pub fn on_pair_sent(&mut self, now: Timestamp, pn: u64, size: u64) {
         match (self.pair_due, self.pair.as_mut()) {
-            (2, _) => self.pair = Some(PairProbe { pns: [pn, pn], size, received: [None, None] }),
+            (2, _) => {
+                self.pair =
+                    Some(PairProbe { pns: [pn, pn], size, received: [None, None], returned_on: [None, None] })
+            }
             (1, Some(p)) => {
                 p.pns[1] = pn;
                 p.size = size;
@@ -255,11 +261,15 @@ impl Monitor {
         self.pair_sent = Some(now);
     }
 
-    /// An ACK frame whose largest packet number is `largest` arrived at `now` and says the
-    /// peer held it for `ack_delay`: if that is a probe of the pair, its arrival at the peer is
-    /// placed on our clock (shifted by the return trip, the same for both probes when the peer
-    /// reports them in one packet). Completes a sample when both are placed.
-    pub fn on_ack_for_pair(&mut self, now: Timestamp, largest: u64, ack_delay: Duration) {
+    /// An ACK frame whose largest packet number is `largest` arrived at `now` on path `via` and
+    /// says the peer held it for `ack_delay`: if that is a probe of the pair, its arrival at the
+    /// peer is placed on our clock (shifted by the return trip, the same for both probes when
+    /// the peer reports them in one packet). Completes a sample when both are placed, and drops
+    /// it when the two ACKs came back on different paths: with ACKs offloaded to a fast path
+    /// and a liveness ACK on the path itself, the gap would carry the difference of two return
+    /// trips (a 100 Mbit/s path beside a 2 Mbit/s, 5 ms one was measured at 28 Mbit/s and
+    /// held there by EDPF's in-flight bound).
+    pub fn on_ack_for_pair(&mut self, now: Timestamp, largest: u64, ack_delay: Duration, via: u8) {
         let Some(p) = self.pair.as_mut() else { return };
         if p.pns[0] == p.pns[1] {
             return; // second probe not sent yet
@@ -267,14 +277,16 @@ impl Monitor {
         for (i, pn) in p.pns.iter().enumerate() {
             if largest == *pn {
                 p.received[i] = Some(now - ack_delay);
+                p.returned_on[i] = Some(via);
             }
         }
         if let [Some(a), Some(b)] = p.received {
             let gap = b.saturating_since(a).as_secs_f64();
             let size = p.size;
+            let same_return = p.returned_on[0] == p.returned_on[1];
             self.pair = None;
             // Below 1 µs the gap is noise (at 1452 bytes that would be beyond 10 Gbit/s).
-            if gap >= 1e-6 {
+            if same_return && gap >= 1e-6 {
                 self.packet_pair = Some((size as f64 / gap, now));
             }
         }
@@ -377,8 +389,8 @@ mod tests {
         m.on_pair_sent(ms(0), 7, 1452);
         m.on_pair_sent(ms(0), 8, 1452);
         // The peer received them 1.452 ms apart (1 MB/s) and acked each at once.
-        m.on_ack_for_pair(ms(30), 7, Duration::ZERO);
-        m.on_ack_for_pair(Timestamp::from_nanos(31_452_000 + 100_000), 8, Duration::from_micros(100));
+        m.on_ack_for_pair(ms(30), 7, Duration::ZERO, 0);
+        m.on_ack_for_pair(Timestamp::from_nanos(31_452_000 + 100_000), 8, Duration::from_micros(100), 0);
         let (r, _) = m.packet_pair.unwrap();
         assert!((r - 1e6).abs() < 1e3, "{r}");
         assert!(m.pair.is_none());
@@ -386,10 +398,18 @@ mod tests {
         m.request_pair();
         m.on_pair_sent(ms(100), 9, 1452);
         m.on_pair_sent(ms(100), 10, 1452);
-        m.on_ack_for_pair(ms(130), 10, Duration::ZERO);
-        m.on_ack_for_pair(ms(130), 9, Duration::from_micros(2904));
+        m.on_ack_for_pair(ms(130), 10, Duration::ZERO, 1);
+        m.on_ack_for_pair(ms(130), 9, Duration::from_micros(2904), 1);
         let (r, _) = m.packet_pair.unwrap();
         assert!((r - 5e5).abs() < 1e3, "{r}");
+        // The two ACKs came back on different paths: their return trips differ, no sample.
+        m.request_pair();
+        m.on_pair_sent(ms(200), 11, 1452);
+        m.on_pair_sent(ms(200), 12, 1452);
+        m.on_ack_for_pair(ms(210), 11, Duration::ZERO, 1);
+        m.on_ack_for_pair(ms(350), 12, Duration::ZERO, 0);
+        assert!(m.pair.is_none());
+        assert_eq!(m.packet_pair.map(|(r, _)| r.round()), Some(5e5), "the earlier sample stands");
     }
 
     #[test]

@@ -31,7 +31,8 @@ pub struct InvalidAck;
 
 impl Path {
     /// Applies an ACK frame for this path. Newly acknowledged packets are appended to `acked`,
-    /// packets it proves lost to `lost`. Returns whether anything was newly acknowledged.
+    /// packets it proves lost to `lost`. Returns whether anything was newly acknowledged. (The
+    /// packet pair's timing is the caller's, which knows the path the ACK came back on.)
     pub fn on_ack_frame(
         &mut self,
         now: Timestamp,
@@ -42,11 +43,6 @@ impl Path {
     ) -> Result<bool, InvalidAck> {
         if ack.largest >= self.next_pn {
             return Err(InvalidAck);
-        }
-        if self.monitor.pair.is_some() {
-            // Packet pair: the time the peer received the probe this frame reports as largest
-            // (whether or not it acknowledges anything new).
-            self.monitor.on_ack_for_pair(now, ack.largest, Duration::from_micros(ack.ack_delay_us));
         }
         let first = acked.len();
         for range in &ack.ranges {

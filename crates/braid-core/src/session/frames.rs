@@ -26,7 +26,7 @@ impl Session {
         let result = match frame {
             Frame::Padding(_) | Frame::Ping => Ok(()),
             Frame::Ack(ack) => {
-                self.on_ack(now, &ack);
+                self.on_ack(now, &ack, path_id);
                 Ok(())
             }
             Frame::Stream { id, offset, fin, data } => {
@@ -133,10 +133,17 @@ impl Session {
         }
     }
 
-    fn on_ack(&mut self, now: Timestamp, ack: &AckFrame) {
+    /// An ACK frame for path `ack.path_id` that came back on path `via`.
+    fn on_ack(&mut self, now: Timestamp, ack: &AckFrame, via: u8) {
         let Some(idx) = self.paths.iter().position(|p| p.id == ack.path_id) else {
             return;
         };
+        if self.paths[idx].monitor.pair.is_some() && ack.largest < self.paths[idx].next_pn {
+            // Packet pair: the time the peer received the probe this frame reports as largest
+            // (whether or not it acknowledges anything new).
+            let delay = std::time::Duration::from_micros(ack.ack_delay_us);
+            self.paths[idx].monitor.on_ack_for_pair(now, ack.largest, delay, via);
+        }
         let mut acked = std::mem::take(&mut self.acked_scratch);
         let mut lost = std::mem::take(&mut self.lost_scratch);
         let mad = self.config.max_ack_delay;
