@@ -6,24 +6,14 @@
 
 mod common;
 
+use common::link;
+
 use std::net::TcpListener;
 use std::time::Duration;
 
-use braid_lab::scenario::{LinkSpec, ShareSpec};
+use braid_lab::scenario::ShareSpec;
 use braid_lab::sys::netns::{in_netns, tcp_connect};
 use braid_lab::topo::{link_exists, stale, Lab, Names};
-
-fn link(rate_mbit: u64, delay_ms: u64) -> LinkSpec {
-    LinkSpec {
-        rate_bps: rate_mbit * 1_000_000,
-        delay: Duration::from_millis(delay_ms),
-        jitter: Duration::ZERO,
-        loss_percent: 0.0,
-        queue: Duration::from_millis(100),
-        cut_at: None,
-        restore_at: None,
-    }
-}
 
 #[test]
 fn neighbours_hold_their_links_and_the_lan_joins_them_to_the_client() {

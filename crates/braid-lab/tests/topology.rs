@@ -5,22 +5,11 @@
 
 mod common;
 
+use common::link;
+
 use std::time::{Duration, Instant};
 
-use braid_lab::scenario::LinkSpec;
 use braid_lab::topo::{link_exists, stale, Lab, Names};
-
-fn link(rate_mbit: u64, delay_ms: u64) -> LinkSpec {
-    LinkSpec {
-        rate_bps: rate_mbit * 1_000_000,
-        delay: Duration::from_millis(delay_ms),
-        jitter: Duration::ZERO,
-        loss_percent: 0.0,
-        queue: Duration::from_millis(100),
-        cut_at: None,
-        restore_at: None,
-    }
-}
 
 #[test]
 fn cut_stops_both_directions_and_teardown_is_clean() {
