@@ -3,8 +3,17 @@
 //! Each test binary uses a part of them.
 #![allow(dead_code)]
 
-/// Why a root-only test cannot run here (not root, or a tool missing), or `None`.
+/// Why a root-only test cannot run here (not root, or a tool missing), or `None`. Under
+/// `CI=true` or `BRAID_ROOT_TESTS=1` a test that cannot run fails instead of skipping.
 pub fn skip_reason(tools: &[&str]) -> Option<String> {
+    let why = cannot_run(tools)?;
+    let must = std::env::var("CI").is_ok_and(|v| v == "true")
+        || std::env::var("BRAID_ROOT_TESTS").is_ok_and(|v| v == "1");
+    assert!(!must, "{why}: root tests are required here (CI=true or BRAID_ROOT_TESTS=1)");
+    Some(why)
+}
+
+fn cannot_run(tools: &[&str]) -> Option<String> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         return Some("needs root (network namespaces)".into());
