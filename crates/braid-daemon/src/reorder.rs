@@ -22,6 +22,8 @@ use std::time::{Duration, Instant};
 pub const MAX_HELD: usize = 512;
 /// Default cap of the hold time (`tun.reorder_max`).
 pub const DEFAULT_CAP: Duration = Duration::from_millis(150);
+/// Added to a late datagram's lateness when the window learns from it.
+const LEARN_SLACK: Duration = Duration::from_millis(2);
 
 /// Counters of one flow's window.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -40,32 +42,54 @@ pub struct Reorder<T> {
     /// The next sequence number to release (extended to 64 bits), once one arrived.
     next: Option<u64>,
     held: BTreeMap<u64, (Instant, T)>,
+    /// The last gap given up: every number up to the first was given up at the second.
+    gave_up: Option<(u64, Instant)>,
+    /// What this flow's late datagrams showed the hold lacks; added to every hold after.
+    learned: Duration,
+    /// The longest any datagram waits, learned part included.
+    cap: Duration,
     /// Counters.
     pub stats: ReorderStats,
 }
 
 impl<T> Default for Reorder<T> {
     fn default() -> Self {
-        Reorder { next: None, held: BTreeMap::new(), stats: ReorderStats::default() }
+        Reorder {
+            next: None,
+            held: BTreeMap::new(),
+            gave_up: None,
+            learned: Duration::ZERO,
+            cap: DEFAULT_CAP,
+            stats: ReorderStats::default(),
+        }
     }
 }
 
 impl<T> Reorder<T> {
     /// The window of a sender that numbers its datagrams from 0 (both ends of an ordered
     /// association do): a flow's first datagram that overtakes datagram 0 waits for it, where
-    /// [`Reorder::default`] would start at whichever arrives first and pass 0 on late.
-    pub fn from_zero() -> Self {
-        Reorder { next: Some(0), ..Reorder::default() }
+    /// [`Reorder::default`] would start at whichever arrives first and pass 0 on late. No
+    /// datagram waits longer than `cap` (`tun.reorder_max`), learned part included.
+    pub fn from_zero(cap: Duration) -> Self {
+        Reorder { next: Some(0), cap, ..Reorder::default() }
     }
 
     /// Takes datagram `seq` at `now`; what may be released goes to `out`, in order. A
-    /// datagram ahead of a gap waits at most `hold` (zero: nothing waits).
+    /// datagram ahead of a gap waits at most `hold` plus what the flow learned (zero: nothing
+    /// waits). A datagram whose gap was already given up is passed on at once, and the window
+    /// learns from it: later gaps wait as much longer as it came after its gap was given up
+    /// (in all at most the cap), so a path whose delay outgrows the measured hold — a queue
+    /// building faster than the smoothed RTT follows — costs one late burst, not one per gap.
     pub fn push(&mut self, now: Instant, seq: u32, item: T, hold: Duration, out: &mut Vec<T>) {
         let next = *self.next.get_or_insert(u64::from(seq));
         // Serial-number arithmetic (RFC 1982): within 2^31 either way of the next one.
         let ext = next.wrapping_add(seq.wrapping_sub(next as u32) as i32 as i64 as u64);
         if (ext as i64) < (next as i64) {
             self.stats.late += 1;
+            if let Some((_, at)) = self.gave_up.filter(|(upto, _)| ext <= *upto) {
+                let lateness = now.saturating_duration_since(at) + LEARN_SLACK;
+                self.learned = self.learned.max(lateness).min(self.cap);
+            }
             out.push(item);
             return;
         }
@@ -83,10 +107,11 @@ impl<T> Reorder<T> {
             self.release_run(out);
             return;
         }
-        self.held.entry(ext).or_insert((now + hold, item));
+        let wait = (hold + self.learned).min(self.cap.max(hold));
+        self.held.entry(ext).or_insert((now + wait, item));
         while self.held.len() > MAX_HELD {
             let first = *self.held.keys().next().expect("not empty");
-            self.give_up_through(first, out);
+            self.give_up_through(now, first, out);
         }
     }
 
@@ -95,7 +120,7 @@ impl<T> Reorder<T> {
         while let Some(last_due) =
             self.held.iter().filter(|(_, (due, _))| *due <= now).map(|(k, _)| *k).next_back()
         {
-            self.give_up_through(last_due, out);
+            self.give_up_through(now, last_due, out);
         }
     }
 
@@ -114,9 +139,15 @@ impl<T> Reorder<T> {
         self.held.is_empty()
     }
 
-    /// Gives up the gaps before `seq` (held): releases every held datagram up to it.
-    fn give_up_through(&mut self, seq: u64, out: &mut Vec<T>) {
+    /// The hold this flow's late datagrams added.
+    pub fn learned(&self) -> Duration {
+        self.learned
+    }
+
+    /// Gives up, at `now`, the gaps before `seq` (held): releases every held datagram up to it.
+    fn give_up_through(&mut self, now: Instant, seq: u64, out: &mut Vec<T>) {
         self.stats.gaps += 1;
+        self.gave_up = Some((seq, now));
         self.release_through(seq, out);
         self.next = Some(seq + 1);
         self.release_run(out);
@@ -206,6 +237,11 @@ impl SharedHold {
         SharedHold { nanos: Arc::new(AtomicU64::new(cap.as_nanos() as u64)), cap }
     }
 
+    /// The longest any datagram may wait (`tun.reorder_max`).
+    pub fn cap(&self) -> Duration {
+        self.cap
+    }
+
     /// The hold now.
     pub fn get(&self) -> Duration {
         Duration::from_nanos(self.nanos.load(Ordering::Relaxed))
@@ -259,9 +295,38 @@ mod tests {
     }
 
     #[test]
+    fn a_late_straggler_lengthens_the_hold_for_the_gaps_after_it() {
+        let hold = Duration::from_millis(10);
+        let t = Instant::now();
+        let at = |ms: u64| t + Duration::from_millis(ms);
+        let mut r = Reorder::from_zero(DEFAULT_CAP);
+        let mut out = Vec::new();
+        r.push(at(0), 0, 0, hold, &mut out);
+        r.push(at(0), 2, 2, hold, &mut out);
+        r.poll(at(10), &mut out);
+        // 1 comes 15 ms after its gap was given up: late, and the window learns 17 ms.
+        r.push(at(25), 1, 1, hold, &mut out);
+        assert_eq!(out, vec![0, 2, 1]);
+        assert_eq!(r.learned(), Duration::from_millis(17));
+        // The next gap waits 10 + 17 ms: 3, 15 ms behind 4, is put back in order.
+        r.push(at(30), 4, 4, hold, &mut out);
+        r.poll(at(40), &mut out);
+        r.push(at(45), 3, 3, hold, &mut out);
+        assert_eq!(out, vec![0, 2, 1, 3, 4]);
+        assert_eq!(r.stats.late, 1);
+        // Learning is bounded by the cap.
+        r.push(at(50), 6, 6, hold, &mut out);
+        r.poll(at(100), &mut out);
+        r.push(at(10_000), 5, 5, hold, &mut out);
+        assert_eq!(r.learned(), DEFAULT_CAP);
+        r.push(at(10_000), 8, 8, hold, &mut out);
+        assert_eq!(r.next_deadline(), Some(at(10_000) + DEFAULT_CAP));
+    }
+
+    #[test]
     fn a_flows_first_datagram_overtaken_at_the_start_is_still_in_order() {
         let t = Instant::now();
-        assert_eq!(push_all(&mut Reorder::from_zero(), t, &[1, 0, 2]), vec![0, 1, 2]);
+        assert_eq!(push_all(&mut Reorder::from_zero(DEFAULT_CAP), t, &[1, 0, 2]), vec![0, 1, 2]);
         let mut unknown_start = Reorder::default();
         assert_eq!(push_all(&mut unknown_start, t, &[1, 0, 2]), vec![1, 0, 2]);
         assert_eq!(unknown_start.stats.late, 1);
