@@ -213,7 +213,7 @@ async fn relay(
     let mut buf = vec![0u8; 65536];
     // A ping association's socket is of the family of its first destination's.
     let mut sock = sock;
-    let mut window: Reorder<(Target, Bytes)> = Reorder::default();
+    let mut window: Reorder<(Target, Bytes)> = Reorder::from_zero(ends.hold.cap());
     let mut ready: Vec<(Target, Bytes)> = Vec::new();
     let mut answer_seq: u32 = 0;
     // Answers go in the class of the client's latest datagram (a call's answers are as

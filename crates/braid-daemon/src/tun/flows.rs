@@ -148,7 +148,7 @@ async fn flow(ends: FlowEnds, kind: Kind, mut datagrams: mpsc::Receiver<Bytes>) 
             }
         }
     };
-    let mut window: Reorder<(SocketAddr, Bytes)> = Reorder::default();
+    let mut window: Reorder<(SocketAddr, Bytes)> = Reorder::from_zero(ends.hold.cap());
     let mut ready = Vec::new();
     let mut seq: u32 = 0;
     let mut last = Instant::now();

@@ -22,6 +22,7 @@ pub mod names;
 mod nft;
 mod shape;
 pub mod stale;
+mod sysctl;
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
@@ -140,16 +141,10 @@ impl Lab {
             cmd::run_ok(&["ip", "netns", "add", &ns])?;
             self.namespaces.push(ns.clone());
             cmd::run_ok(&["ip", "-n", &ns, "link", "set", "lo", "up"])?;
-            cmd::in_ns(
-                &ns,
-                &[
-                    "sysctl",
-                    "-qw",
-                    "net.mptcp.enabled=1",
-                    "net.ipv4.conf.all.rp_filter=0",
-                    "net.ipv4.conf.default.rp_filter=0",
-                ],
-            )?;
+            let settings = sysctl::namespace_settings();
+            let mut args = vec!["sysctl", "-qw"];
+            args.extend(settings.iter().map(String::as_str));
+            cmd::in_ns(&ns, &args)?;
         }
         for i in 1..=self.links.len() {
             signal::check()?;
