@@ -115,6 +115,10 @@ pub fn apply(
     }
     if let Some(list) = contenders {
         scenario.contenders = contenders_from_list(scenario, list)?;
+        let c = &scenario.contenders;
+        if scenario.share.is_some() && (c.mptcp || c.aggligator || !c.braid_tun.is_empty()) {
+            bail!("--contenders: a piconet scenario runs singles and braid only (MPTCP, aggligator and the TUN cannot use a neighbour's link)");
+        }
     }
     Ok(())
 }

@@ -355,7 +355,10 @@ fn run_one(ctx: &Ctx, lab: &mut Lab, c: &Contender, w: &Workload, rep: u32) -> R
     for (k, (ns, addr)) in (1..).zip(&running.sharer_status) {
         match http_get(ns, *addr, "/status", Duration::from_secs(2)) {
             Ok(body) => {
-                std::fs::write(raw.with_file_name(format!("{}-{rep}-share{k}.json", c.name())), body)?
+                let file = raw.with_file_name(format!("{}-{rep}-share{k}.json", c.name()));
+                if let Err(e) = std::fs::write(&file, body) {
+                    notes.push(format!("sharer {k} status not saved to {}: {e}", file.display()));
+                }
             }
             Err(e) => notes.push(format!("sharer {k} status snapshot failed: {e:#}")),
         }

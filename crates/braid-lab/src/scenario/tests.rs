@@ -223,4 +223,12 @@ fn a_piconet_keeps_a_link_for_the_client_and_runs_singles_and_braid_only() {
     let (_, msg) = error(&format!("{base}[share]\nneighbours = 1\nlan_rate = \"fast\"\n"));
     assert!(msg.contains("share: lan_rate"), "{msg}");
     assert_eq!(parse(base).unwrap().share, None);
+    // The command line cannot bring them back either.
+    let mut s = share.clone();
+    let over = |list: &[&str]| list.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let e =
+        crate::overrides::apply(&mut s, None, None, None, Some(&over(&["singles", "mptcp"]))).unwrap_err();
+    assert!(e.to_string().contains("piconet scenario runs singles and braid only"), "{e}");
+    assert!(crate::overrides::apply(&mut s, None, None, None, Some(&over(&["braid-tun"]))).is_err());
+    crate::overrides::apply(&mut s, None, None, None, Some(&over(&["singles", "braid:edpf"]))).unwrap();
 }

@@ -1,4 +1,4 @@
-//! Kernel settings of the lab's two namespaces.
+//! Kernel settings of the lab's namespaces (client, server and a piconet's neighbours).
 //!
 //! The links are shaped by an `htb` + `bfifo` on each end's own device (see `shape`), so a
 //! full queue drops a sender's packet *locally*: the packet never leaves the host and the
