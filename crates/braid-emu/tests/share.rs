@@ -235,13 +235,7 @@ async fn a_download_through_a_sharer_arrives_identical_and_the_sharer_sees_only_
 async fn a_strangers_key_is_refused_and_its_packets_go_nowhere() {
     let b = bed(Some(braid_daemon::keyfile::generate()), Limits::default(), false).await;
     let link = UdpLink::bind("127.0.0.1:0".parse().unwrap(), None).unwrap();
-    let ask = Ask {
-        secret: b.keys.client.clone(),
-        sharer_key: b.sharer.shared.settings.secret.public_key(),
-        sharer: b.sharer.addr,
-        server: b.tap.addr,
-        community: None,
-    };
+    let ask = ask(&b, &b.sharer);
     match ask.allocate(&link).await {
         Err(AllocError::Refused(_, why)) => assert!(why.contains("not admitted"), "{why}"),
         other => panic!("a stranger was not refused: {other:?}"),
@@ -294,13 +288,7 @@ async fn a_member_over_its_cap_is_stopped_and_the_stream_goes_on_over_the_own_li
     assert!(m.dropped > 0, "{m:?}");
     // Asking again is refused for the rest of the day.
     let link = UdpLink::bind("127.0.0.1:0".parse().unwrap(), None).unwrap();
-    let ask = Ask {
-        secret: b.keys.client.clone(),
-        sharer_key: b.sharer.shared.settings.secret.public_key(),
-        sharer: b.sharer.addr,
-        server: b.tap.addr,
-        community: None,
-    };
+    let ask = ask(&b, &b.sharer);
     match ask.allocate(&link).await {
         Err(AllocError::Refused(_, why)) => assert!(why.contains("cap"), "{why}"),
         other => panic!("a capped member was not refused: {other:?}"),

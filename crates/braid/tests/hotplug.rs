@@ -3,12 +3,12 @@
 //! also when the test fails.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod nslab;
-use nslab::{in_netns, must, paths_of, sh};
+use nslab::{in_netns, must, paths_of, sh, source};
 
 const BRAID: &str = env!("CARGO_BIN_EXE_braid");
 const TOTAL: usize = 40 << 20;
@@ -125,19 +125,7 @@ fn paths_follow_interfaces_while_a_stream_goes_on() {
     let (skey, spub) = key("s.key");
     let (ckey, cpub) = key("c.key");
     // A source in the server namespace: 40 MB, several seconds at the links' 40 Mbit/s.
-    let source = in_netns(&s, || {
-        let l = TcpListener::bind("10.77.99.1:5591").unwrap();
-        let (mut conn, _) = l.accept().unwrap();
-        let chunk = vec![0x5a_u8; 64 * 1024];
-        let mut sent = 0usize;
-        while sent < TOTAL {
-            if conn.write_all(&chunk).is_err() {
-                return sent;
-            }
-            sent += chunk.len();
-        }
-        sent
-    });
+    let source = source(&s, "10.77.99.1:5591", TOTAL);
     std::thread::sleep(Duration::from_millis(200));
     lab.procs.push(
         Command::new("ip")

@@ -53,3 +53,21 @@ pub fn paths_of(status: &serde_json::Value) -> Vec<(String, String)> {
         })
         .unwrap_or_default()
 }
+
+/// A TCP source in `ns` on `addr` sending `total` bytes of 0x5a to its first connection.
+pub fn source(ns: &str, addr: &str, total: usize) -> std::thread::JoinHandle<usize> {
+    let addr = addr.to_string();
+    in_netns(ns, move || {
+        let l = std::net::TcpListener::bind(&addr).unwrap();
+        let (mut conn, _) = l.accept().unwrap();
+        let chunk = vec![0x5a_u8; 64 * 1024];
+        let mut sent = 0usize;
+        while sent < total {
+            if std::io::Write::write_all(&mut conn, &chunk).is_err() {
+                return sent;
+            }
+            sent += chunk.len();
+        }
+        sent
+    })
+}

@@ -8,14 +8,14 @@
 
 use std::fs::File;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-pub use crate::nslab::{in_netns, must, paths_of, sh};
+pub use crate::nslab::{in_netns, must, paths_of, sh, source};
 
 pub const BRAID: &str = env!("CARGO_BIN_EXE_braid");
 /// The server's service address (on its loopback), reached over every WAN link.
@@ -262,24 +262,6 @@ pub fn wait_for(lab: &Lab, what: &str, timeout: Duration, mut f: impl FnMut() ->
         std::thread::sleep(Duration::from_millis(200));
     }
     panic!("timed out waiting for {what}\n{}", lab.logs());
-}
-
-/// A TCP source in `ns` on `addr` sending `total` bytes of 0x5a to its first connection.
-pub fn source(ns: &str, addr: &str, total: usize) -> std::thread::JoinHandle<usize> {
-    let addr = addr.to_string();
-    in_netns(ns, move || {
-        let l = TcpListener::bind(&addr).unwrap();
-        let (mut conn, _) = l.accept().unwrap();
-        let chunk = vec![0x5a_u8; 64 * 1024];
-        let mut sent = 0usize;
-        while sent < total {
-            if conn.write_all(&chunk).is_err() {
-                return sent;
-            }
-            sent += chunk.len();
-        }
-        sent
-    })
 }
 
 /// What a reader saw: bytes by time.
