@@ -35,6 +35,9 @@ pub struct Flow {
     latencies: Vec<Duration>,
     jitter: f64,
     last_transit: Option<f64>,
+    /// Per link: RFC 3550 jitter of the datagrams that came on it, their last transit time,
+    /// and how many came.
+    link_jitter: Vec<(f64, Option<f64>, u64)>,
 }
 
 /// What a flow measured.
@@ -56,8 +59,14 @@ pub struct FlowReport {
     pub latency_mean_ms: f64,
     /// 99th percentile one-way latency, ms.
     pub latency_p99_ms: f64,
-    /// RFC 3550 interarrival jitter, ms.
+    /// RFC 3550 interarrival jitter of the flow as the application receives it (consecutive
+    /// arrivals, whatever path they came on), ms.
     pub jitter_ms: f64,
+    /// RFC 3550 jitter computed over each path's own arrivals, in link order, ms.
+    pub path_jitter_ms: Vec<f64>,
+    /// The per-path jitters averaged, weighted by the datagrams each path delivered, ms: the
+    /// jitter of a receiver that measures every channel as its own RTP stream.
+    pub path_jitter_mean_ms: f64,
 }
 
 impl Flow {
@@ -76,6 +85,7 @@ impl Flow {
             latencies: Vec::new(),
             jitter: 0.0,
             last_transit: None,
+            link_jitter: Vec::new(),
         }
     }
 
@@ -106,8 +116,8 @@ impl Flow {
         }
     }
 
-    /// A datagram of this flow arrived at `now`.
-    pub fn on_received(&mut self, now: Duration, data: &[u8]) {
+    /// A datagram of this flow arrived at `now` (on `link`, when known).
+    pub fn on_received(&mut self, now: Duration, data: &[u8], link: Option<usize>) {
         if data.len() < HEADER {
             return;
         }
@@ -125,6 +135,17 @@ impl Flow {
             self.jitter += ((transit - prev).abs() - self.jitter) / 16.0;
         }
         self.last_transit = Some(transit);
+        if let Some(l) = link {
+            if self.link_jitter.len() <= l {
+                self.link_jitter.resize(l + 1, (0.0, None, 0));
+            }
+            let (j, last, n) = &mut self.link_jitter[l];
+            if let Some(prev) = *last {
+                *j += ((transit - prev).abs() - *j) / 16.0;
+            }
+            *last = Some(transit);
+            *n += 1;
+        }
     }
 
     /// The flow's figures.
@@ -149,6 +170,16 @@ impl Flow {
             latency_mean_ms: mean,
             latency_p99_ms: p99,
             jitter_ms: self.jitter * 1e3,
+            path_jitter_ms: self.link_jitter.iter().map(|(j, _, _)| j * 1e3).collect(),
+            path_jitter_mean_ms: {
+                let n: u64 = self.link_jitter.iter().map(|(_, _, n)| n).sum();
+                let w: f64 = self.link_jitter.iter().map(|(j, _, n)| j * *n as f64).sum();
+                if n == 0 {
+                    0.0
+                } else {
+                    w * 1e3 / n as f64
+                }
+            },
         }
     }
 }
