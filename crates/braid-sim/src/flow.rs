@@ -38,6 +38,8 @@ pub struct Flow {
     /// Per link: RFC 3550 jitter of the datagrams that came on it, their last transit time,
     /// and how many came.
     link_jitter: Vec<(f64, Option<f64>, u64)>,
+    /// The class's delivery deadline, if it has one (for the on-time and late counts).
+    deadline: Option<Duration>,
 }
 
 /// What a flow measured.
@@ -62,6 +64,10 @@ pub struct FlowReport {
     /// RFC 3550 interarrival jitter of the flow as the application receives it (consecutive
     /// arrivals, whatever path they came on), ms.
     pub jitter_ms: f64,
+    /// Datagrams that arrived within the class deadline (all that arrived, when it has none).
+    pub on_time: u64,
+    /// Datagrams that arrived after the class deadline.
+    pub late: u64,
     /// RFC 3550 jitter computed over each path's own arrivals, in link order, ms.
     pub path_jitter_ms: Vec<f64>,
     /// The per-path jitters averaged, weighted by the datagrams each path delivered, ms: the
@@ -86,7 +92,14 @@ impl Flow {
             jitter: 0.0,
             last_transit: None,
             link_jitter: Vec::new(),
+            deadline: None,
         }
+    }
+
+    /// Counts datagrams against this delivery deadline (seed 001's frames on time and late).
+    pub fn with_deadline(mut self, deadline: Option<Duration>) -> Self {
+        self.deadline = deadline;
+        self
     }
 
     /// When the next datagram is due.
@@ -148,6 +161,11 @@ impl Flow {
         }
     }
 
+    /// Datagrams that arrived after the deadline.
+    fn late(&self) -> u64 {
+        self.deadline.map_or(0, |d| self.latencies.iter().filter(|l| **l > d).count() as u64)
+    }
+
     /// The flow's figures.
     pub fn report(&self) -> FlowReport {
         let mut l: Vec<f64> = self.latencies.iter().map(|d| d.as_secs_f64() * 1e3).collect();
@@ -170,6 +188,8 @@ impl Flow {
             latency_mean_ms: mean,
             latency_p99_ms: p99,
             jitter_ms: self.jitter * 1e3,
+            on_time: self.latencies.len() as u64 - self.late(),
+            late: self.late(),
             path_jitter_ms: self.link_jitter.iter().map(|(j, _, _)| j * 1e3).collect(),
             path_jitter_mean_ms: {
                 let n: u64 = self.link_jitter.iter().map(|(_, _, n)| n).sum();

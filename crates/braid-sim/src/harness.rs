@@ -166,7 +166,14 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
     let mut warmed_up = false;
     let mut net = Net::new(cfg.links.clone(), cfg.seed);
     let mut bulk = Bulk::new(cfg.seed, cfg.bulk_bytes);
-    let mut flows: Vec<Flow> = cfg.flows.iter().map(|f| Flow::new(f.clone(), Duration::ZERO)).collect();
+    let mut flows: Vec<Flow> = cfg
+        .flows
+        .iter()
+        .map(|f| {
+            let deadline = cfg.session.classes.get(&f.class).and_then(|c| c.deadline);
+            Flow::new(f.clone(), Duration::ZERO).with_deadline(deadline)
+        })
+        .collect();
     let flow_stop = cfg.flow_stop();
     let mut timeline = Timeline::new(TIMELINE_BUCKET, cfg.duration);
     let mut buf = Vec::with_capacity(2048);

@@ -635,3 +635,42 @@ fn seed000_lps_on_dynamic_limited_channels() {
     assert!(lps[2] > 95.0, "top layer dropped: {lps:?}");
     assert!(lps[0] < 8.0 && lps[0] < rr_mean / 2.0, "lps {lps:?} rr {rr:?}");
 }
+
+/// Seed 001 Figs. 4–5: when the source outruns the links, MMTP (the deadline scheduler)
+/// sends fewer frames and gets more of them there on time than a sender that sends all it can
+/// (min-RTT, dropping only at the deadline), whose frames arrive, but late.
+#[test]
+fn seed001_mmtp_more_frames_on_time() {
+    let l = ["1mbit/20ms", "300kbit/40ms"];
+    let deadline = Duration::from_millis(200);
+    // A 1000-byte frame every 5 ms: 1.6 Mb/s offered to 1.3 Mb/s of links.
+    let d = go(&datagrams(&l, Kind::Deadline, &[1600], deadline, 30));
+    let m = go(&datagrams(&l, Kind::MinRtt, &[1600], deadline, 30));
+    let (d, m) = (&d.classes[0], &m.classes[0]);
+    assert!(d.on_time > 5 * m.on_time.max(1), "on time: deadline {} min-RTT {}", d.on_time, m.on_time);
+    assert!(m.late > m.on_time && d.late * 10 < d.on_time, "late: min-RTT {} deadline {}", m.late, d.late);
+    assert!(d.received < m.received, "MMTP delivers fewer: {} vs {}", d.received, m.received);
+}
+
+/// Seed 001 Figs. 6–7: 1000 packets of 1400 bytes over a 2 Mb/s link at 30 % loss and a
+/// lossless 115 kb/s link. The rate-based transfer over both (braid's BBR paths) beats each
+/// link alone, and the loss-based one (NewReno) over the lossy link alone by a wide margin.
+#[test]
+fn seed001_rmtp_both_links_beat_either() {
+    let time = |l: &[&str], cc: Algorithm| {
+        let mut cfg = file(l, Kind::MinRtt);
+        cfg.bulk_bytes = Some(1_400_000);
+        cfg.duration = secs(200);
+        cfg.session.congestion = cc;
+        let r = go(&cfg);
+        assert!(r.intact && r.complete);
+        r.duration_s
+    };
+    let (aviator, irlan) = ("2mbit/5ms/loss=30%", "115kbit/10ms");
+    let both = time(&[aviator, irlan], Algorithm::Bbr);
+    let av = time(&[aviator], Algorithm::Bbr);
+    let ir = time(&[irlan], Algorithm::Bbr);
+    let tcp_av = time(&[aviator], Algorithm::NewReno);
+    assert!(both < av && both < ir / 5.0, "both {both} s, aviator {av} s, irlan {ir} s");
+    assert!(tcp_av > 3.0 * both, "loss-based over the lossy link {tcp_av} s vs {both} s");
+}
