@@ -7,7 +7,7 @@
 Every figure in the generated file comes from a `braid sim ... --json` run whose exact command
 is printed next to it; the text around the tables (the papers' setups and figures, and how
 braid's setup differs) is written here. Runs are deterministic: the same binary gives the same
-file. The 438 runs take about 130 s of wall time on two cores (plus the release build).
+file. The 460 runs take about 100–130 s of wall time on two cores (plus the release build).
 Python 3.8+, standard library only.
 """
 
@@ -1432,6 +1432,112 @@ layer loses {{lps10}} %, near the static Table VI figure.
     return final, [r for _, r in t8 + t9] + [r for _, _, r in slow]
 
 
+SEED001_PERIODS_US = [4000, 5000, 6000, 7000, 8000, 10000, 12000]
+
+
+def seed001_mmtp():
+    lk = links("1mbit/20ms", "300kbit/40ms")
+    runs = {}
+    for s in ("deadline", "minrtt"):
+        for p in SEED001_PERIODS_US:
+            rate = 8000 * 1000 // p  # kbit/s of 1000-byte frames every p µs
+            runs[(s, p)] = run(*lk, "--workload", f"cbr:{rate}kbit", "--deadline", "200ms", "--scheduler", s,
+                               "--duration", "60s")
+
+    def body():
+        rows = []
+        for p in SEED001_PERIODS_US:
+            d, m = runs[("deadline", p)].result["classes"][0], runs[("minrtt", p)].result["classes"][0]
+            rows.append([p, f"{8000 / p:.2f}", d["sent"], d["on_time"], d["late"], m["on_time"], m["late"]])
+        return table(["source period µs", "offered Mb/s", "frames", "deadline: on time", "deadline: late",
+                      "minrtt: on time", "minrtt: late"], rows)
+
+    def text():
+        return f"""## Seed 001, Figs. 4–5: MMTP frames on time and late
+
+**Paper setup.** A source sends frames with a hard deadline at a given period through a proxy
+to a mobile host; MMTP (drop at the sender what it estimates cannot arrive in time) against a
+UDP sender that sends every frame at the source rate. Fig. 4: MMTP gets **more frames on time
+although it sends fewer**; Fig. 5: UDP's frames arrive **late** in large numbers once the
+source outruns the links (its numbers are in the plots; the paper does not give the links).
+
+**braid setup.** Links `1mbit/20ms` and `300kbit/40ms` (braid's choice), one 1000-byte frame
+per source period, a 200 ms deadline, 60 s. `deadline` is MMTP; the UDP stand-in is `minrtt`,
+which sends every frame it can and drops one only when it is still at the sender at its
+deadline (braid never floods a link: every path keeps its congestion control). "Late":
+arrived after its deadline.
+
+{body()}
+
+{commands([runs[k] for k in runs])}
+
+**Differences.** The paper's UDP flooded the base station, lost frames there and delivered the
+rest late; braid's stand-in queues them at the sender instead, so where the source outruns the
+1.3 Mb/s of links almost every frame it delivers is late (the deadline drop at the sender
+removes the rest). MMTP's behaviour is the paper's: it sends fewer and delivers more on time.
+"""
+
+    return text, list(runs.values())
+
+
+def seed001_rmtp():
+    aviator, irlan = "2mbit/5ms/loss=30%", "115kbit/10ms"
+    sized = ["--bytes", "1400000", "--duration", "600s"]
+    cases = [("Aviator alone (30 % loss)", [aviator]), ("IrLAN alone", [irlan]), ("both", [aviator, irlan]),
+             ("Aviator alone, no loss", ["2mbit/5ms"])]
+    runs = {}
+    for label, ls in cases:
+        for cc in ("newreno", "bbr"):
+            runs[(label, cc)] = run(*links(*ls), "--congestion", cc, *sized)
+
+    def body():
+        rows = []
+        for label, _ in cases:
+            cells = []
+            for cc in ("newreno", "bbr"):
+                r = runs[(label, cc)].result
+                cells.append(f"{r['duration_s']:.1f}" if r["complete"] else "—")
+            rows.append([label, *cells])
+        return table(["links", "NewReno (TCP stand-in) s", "BBR (rate-based, like RMTP) s"], rows)
+
+    def text():
+        return f"""## Seed 001, Figs. 6–7: RMTP against TCP
+
+**Paper setup.** 1000 packets of 1400 bytes over a 2 Mb/s wireless Ethernet (WebGear
+Aviator) run at **30 % loss** and a lossless 115 kb/s infrared link (IrLAN). Lossless, the
+Aviator finishes in **under 10 s**. Fig. 6: at 30 % loss **TCP does better over the IrLAN than
+over the Aviator** (losses stall it), while RMTP — rate-based, selective acks, a lost packet
+resent on the first free sub-channel, no slow start after a loss — over both is **much
+better** than either. Fig. 7: RMTP over both beats RMTP over each alone. The times are in the
+plots.
+
+**braid setup.** `2mbit/5ms/loss=30%` and `115kbit/10ms` (the delays are braid's choice),
+1.4 MB (`--bytes 1400000`), time to the last byte in seconds. braid's NewReno paths stand in
+for TCP; braid's default BBR — paced, not cutting its rate for random loss, lost frames resent
+on any path — for RMTP.
+
+{body()}
+
+{commands([runs[k] for k in runs])}
+
+**Differences.** braid over both links with BBR finishes {{both}} s, against {{irlan}} s over
+the IrLAN alone and {{aviator}} s over the lossy Aviator alone, as in Figs. 6–7. Unlike the
+paper's TCP, braid's NewReno path over the lossy Aviator ({{nr_av}} s) is still faster than the
+IrLAN: it acknowledges every packet and resends a lost frame after about an RTT, where the
+paper's TCP waited for retransmission timeouts that double after each loss of a resent segment
+— at 30 % loss, often.
+"""
+
+    def final():
+        def t(label, cc):
+            return f"{runs[(label, cc)].result['duration_s']:.1f}"
+        return (text().replace("{both}", t("both", "bbr")).replace("{irlan}", t("IrLAN alone", "bbr"))
+                .replace("{aviator}", t("Aviator alone (30 % loss)", "bbr"))
+                .replace("{nr_av}", t("Aviator alone (30 % loss)", "newreno")))
+
+    return final, list(runs.values())
+
+
 def not_reproduced():
     def text():
         return """## Not reproduced yet
@@ -1440,8 +1546,7 @@ def not_reproduced():
 | --- | --- |
 | Seed 003 Fig. 5 (offloading ACKs: +37 % / +152 %) | braid sends acks on the lowest-RTT path, not on the secondary with its gate on the sender's window, and does not drop replaceable acks; the mechanism as seed 003 defines it is not in braid yet (issue 14). |
 | Seed 003 Fig. 7a (fast fetching: 36×) and Fig. 8 (integrated: +189 %) | braid has no loss fetching over the secondary path: a lost frame goes wherever the scheduler puts it. |
-| Seed 001 Figs. 6–7 (RMTP against TCP) | the comparison rests on seed 001's receiver inter-arrival loss discrimination and packet-pair rate control for RMTP; braid's discrimination is a sender-side RTT-trend judge, so a braid run would measure a different mechanism. |
-| Seed 001 Figs. 4–5 (MMTP frames on time and late) | the simulator's datagram source is constant-bit-rate with one deadline per class; the paper's frames (several packets a frame, a frame on time only when all its packets are) need a frame-structured source. The deadline scheduler's on-time property is asserted in `crates/braid-sim/tests/papers.rs` (`deadline_scheduler_delivers_on_time_or_not_at_all`). |
+| Seed 001's receiver inter-arrival loss discrimination (the RMTP runs above use braid's own controllers) | braid's discrimination is a sender-side RTT-trend judge; the receiver-side one is not in braid yet. |
 | Seed 002 Fig. 3 (reverse-path delay disparity) | a simulated link has one delay for both directions, and braid's acks travel on the lowest-RTT path, so a slow reverse path is never used for acks; the experiment needs per-direction delays. |
 | Seed 004: the unsteady period after a change of rate | the runs above measure the unsteady period from the start, as Fig. 11 does; a change of the ratio mid-run (`capacity=`) is not tabled yet. |
 """
@@ -1453,7 +1558,8 @@ HEADER = """# braid: the papers' experiments in the simulator
 
 This file is generated: `python3 bench/experiments.py` builds braid, runs every command below
 (`braid sim … --json`, deterministic: same binary, same figures) and rewrites it. Do not edit
-by hand; change `bench/experiments.py` (its runs take about two minutes on two cores). The papers are in `shared/seeds/` (000 piconets,
+by hand; change `bench/experiments.py` (its runs take about two minutes on two cores). The
+papers are in `shared/seeds/` (000 piconets,
 001 inverse multiplexing, 002 NATALIE, 003 super-aggregation, 004 middleware EDPF); "the
 digest" is the reading notes that fixed what the papers leave open.
 
@@ -1480,8 +1586,8 @@ for the chosen path: no stream byte is ever dropped.
 
 EXPERIMENTS = [seed000_table3, seed000_piconet, seed000_tcp, seed000_transient, seed000_lps, seed000_dynamic,
                seed004_table3, seed004_stability, seed004_ratio, seed004_single_loss, seed002_delay,
-               seed002_loss_grid, seed002_weights, seed002_fig7, seed002_admission, seed003, closing,
-               not_reproduced]
+               seed002_loss_grid, seed002_weights, seed002_fig7, seed002_admission, seed003, seed001_mmtp,
+               seed001_rmtp, closing, not_reproduced]
 
 
 def main():
