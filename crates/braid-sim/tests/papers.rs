@@ -674,3 +674,14 @@ fn seed001_rmtp_both_links_beat_either() {
     assert!(both < av && both < ir / 5.0, "both {both} s, aviator {av} s, irlan {ir} s");
     assert!(tcp_av > 3.0 * both, "loss-based over the lossy link {tcp_av} s vs {both} s");
 }
+
+/// Seed 002 Fig. 3: a slow reverse path on one link costs (almost) nothing.
+#[test]
+fn seed002_reverse_delay_disparity_costs_nothing() {
+    let pair = go(&bulk(&["10mbit/10ms", "10mbit/10ms/back=90ms"], Kind::RoundRobin, 30));
+    let alone: f64 = ["10mbit/10ms", "10mbit/10ms/back=90ms"]
+        .iter()
+        .map(|l| go(&bulk(&[l], Kind::MinRtt, 30)).goodput_bps)
+        .sum();
+    assert!(pair.goodput_bps > 0.97 * alone, "{} of {alone}", pair.goodput_bps);
+}
