@@ -7,7 +7,7 @@
 Every figure in the generated file comes from a `braid sim ... --json` run whose exact command
 is printed next to it; the text around the tables (the papers' setups and figures, and how
 braid's setup differs) is written here. Runs are deterministic: the same binary gives the same
-file. The 471 runs take about 100–130 s of wall time on two cores (plus the release build).
+file. The 483 runs take about 100–140 s of wall time on two cores (plus the release build).
 Python 3.8+, standard library only.
 """
 
@@ -806,6 +806,53 @@ figures do not show the paper's WRR swings; what WRR costs in braid is the reord
     return text, [r for _, _, r in runs]
 
 
+def seed004_change():
+    changes = [("1:2 → 1:4 at 20 s", "500kbit@0s,1mbit@20s"), ("1:4 → 1:2 at 20 s", "1mbit@0s,500kbit@20s")]
+    scheds = [("edpf", ["--scheduler", "edpf"]), ("wrr (auto weights)", ["--scheduler", "wrr"]),
+              ("wrr 2:1 (static)", ["--scheduler", "wrr", "--weights", "2,1"])]
+    runs = []
+    for label, cap in changes:
+        lk = links(f"1mbit/15ms/queue=64000/capacity={cap}", "250kbit/50ms/queue=64000")
+        for name, v in scheds:
+            after = run(*lk, *v, "--duration", "40s", "--warmup", "20s")
+            before = run(*lk, *v, "--duration", "20s", "--warmup", "5s")
+            runs.append((label, name, before, after))
+
+    def body():
+        rows = []
+        for label, name, before, after in runs:
+            a = after.result
+            g_before, g_after = window_mean(a, 10, 20), window_mean(a, 30, 40)
+            t = reach_time({"timeline": [p for p in a["timeline"] if p["t_ms"] >= 20000]}, 0.9 * g_after)
+            rows.append([label, name, kbit(g_before), kbit(g_after), secs_or_never(None if t is None else t),
+                         before.result["reorder_max_steady_packets"], a["reorder_max_steady_packets"]])
+        return table(["change", "scheduler", "goodput 10–20 s kb/s", "goodput 30–40 s kb/s",
+                      "s after the change to 90 % of the new rate", "reorder max 5–20 s", "reorder max 20–40 s"],
+                     rows)
+
+    def text():
+        return f"""## Seed 004: the unsteady period after a change of rate
+
+**Paper.** Fig. 11 measures the unsteady period from the start of a run (0–7 s); the paper has
+no run with a change of rate in the middle. This is the same measure after a change.
+
+**braid setup.** The Scenario 4 routes (`250kbit/50ms` and a faster `15ms` route, 64 KB
+queues) with the faster route's rate doubled or halved at 20 s (`capacity=`), 40 s, BBR. The
+time to 90 % counts from the change, in one-second windows (1.0 is the first window after
+it). Reorder maxima before the change come from the same run stopped at 20 s.
+
+{body()}
+
+{commands([r for x in runs for r in x[2:]])}
+
+**Differences.** EDPF follows the new rate within the first second after the change either
+way; auto-weighted WRR needs its weights re-measured when the route speeds up; WRR with the
+weights of the old ratio never uses the added rate — the reason NATALIE re-weights.
+"""
+
+    return text, [r for x in runs for r in x[2:]]
+
+
 def seed004_single_loss():
     runs = []
     for cc in ("newreno", "bbr"):
@@ -1596,7 +1643,6 @@ def not_reproduced():
 | Seed 003 Fig. 5 (offloading ACKs: +37 % / +152 %) | braid sends acks on the lowest-RTT path, not on the secondary with its gate on the sender's window, and does not drop replaceable acks; the mechanism as seed 003 defines it is not in braid yet (issue 14). |
 | Seed 003 Fig. 7a (fast fetching: 36×) and Fig. 8 (integrated: +189 %) | braid has no loss fetching over the secondary path: a lost frame goes wherever the scheduler puts it. |
 | Seed 001's receiver inter-arrival loss discrimination (the RMTP runs above use braid's own controllers) | braid's discrimination is a sender-side RTT-trend judge; the receiver-side one is not in braid yet. |
-| Seed 004: the unsteady period after a change of rate | the runs above measure the unsteady period from the start, as Fig. 11 does; a change of the ratio mid-run (`capacity=`) is not tabled yet. |
 """
 
     return text, []
@@ -1633,7 +1679,7 @@ for the chosen path: no stream byte is ever dropped.
 
 
 EXPERIMENTS = [seed000_table3, seed000_piconet, seed000_tcp, seed000_transient, seed000_lps, seed000_dynamic,
-               seed004_table3, seed004_stability, seed004_ratio, seed004_single_loss, seed002_delay,
+               seed004_table3, seed004_stability, seed004_ratio, seed004_change, seed004_single_loss, seed002_delay,
                seed002_reverse_delay, seed002_loss_grid, seed002_weights, seed002_fig7, seed002_admission, seed003,
                seed001_mmtp, seed001_rmtp, closing, not_reproduced]
 

@@ -685,3 +685,25 @@ fn seed002_reverse_delay_disparity_costs_nothing() {
         .sum();
     assert!(pair.goodput_bps > 0.97 * alone, "{} of {alone}", pair.goodput_bps);
 }
+
+/// Seed 004, the unsteady period after a change: when the faster route doubles its rate at
+/// 20 s, EDPF carries 90 % of the new total within the first second after the change (the
+/// paper's unsteady period from the start is 0–7 s); WRR with the old static weights never
+/// uses the added rate.
+#[test]
+fn seed004_edpf_follows_a_change_of_rate_at_once() {
+    let l = ["1mbit/15ms/queue=64000/capacity=500kbit@0s,1mbit@20s", "250kbit/50ms/queue=64000"];
+    let e = go(&bulk(&l, Kind::Edpf, 40));
+    let mut w = bulk(&l, Kind::Wrr, 40);
+    w.weights = vec![Some(2), Some(1)];
+    let w = go(&w);
+    let (before, after) = (window(&e, 10.0, 20.0), window(&e, 30.0, 40.0));
+    assert!(after > 1.5 * before, "edpf uses the added rate: {before} → {after}");
+    assert!(
+        window(&e, 20.0, 21.0) >= 0.9 * after,
+        "edpf's first second after the change: {}",
+        window(&e, 20.0, 21.0)
+    );
+    let (wb, wa) = (window(&w, 10.0, 20.0), window(&w, 30.0, 40.0));
+    assert!(wa < 1.1 * wb, "static weights keep the old share: {wb} → {wa}");
+}
