@@ -753,7 +753,7 @@ does not grow in proportion; the paper's routes, held by their 64 KB windows bel
 of loss, had steady queues. EDPF keeps the buffer at 2–9 packets in all but one run (28 at 1:8
 with NewReno in Scenarios 2–3), which is the paper's point in §VI. The unsteady period is
 1–4 s with BBR (paper: 0–7 s) and, as in the paper, shorter in Scenarios 2–3 than in
-Scenario 1 at every ratio under WRR.
+Scenario 1 at every ratio under WRR with BBR (with NewReno not at 1:2).
 """
 
     return text, list(runs.values())
