@@ -35,6 +35,11 @@ pub struct Flow {
     latencies: Vec<Duration>,
     jitter: f64,
     last_transit: Option<f64>,
+    /// Per link: RFC 3550 jitter of the datagrams that came on it, their last transit time,
+    /// and how many came.
+    link_jitter: Vec<(f64, Option<f64>, u64)>,
+    /// The class's delivery deadline, if it has one (for the on-time and late counts).
+    deadline: Option<Duration>,
 }
 
 /// What a flow measured.
@@ -56,8 +61,18 @@ pub struct FlowReport {
     pub latency_mean_ms: f64,
     /// 99th percentile one-way latency, ms.
     pub latency_p99_ms: f64,
-    /// RFC 3550 interarrival jitter, ms.
+    /// RFC 3550 interarrival jitter of the flow as the application receives it (consecutive
+    /// arrivals, whatever path they came on), ms.
     pub jitter_ms: f64,
+    /// Datagrams that arrived within the class deadline (all that arrived, when it has none).
+    pub on_time: u64,
+    /// Datagrams that arrived after the class deadline.
+    pub late: u64,
+    /// RFC 3550 jitter computed over each path's own arrivals, in link order, ms.
+    pub path_jitter_ms: Vec<f64>,
+    /// The per-path jitters averaged, weighted by the datagrams each path delivered, ms: the
+    /// jitter of a receiver that measures every channel as its own RTP stream.
+    pub path_jitter_mean_ms: f64,
 }
 
 impl Flow {
@@ -76,7 +91,15 @@ impl Flow {
             latencies: Vec::new(),
             jitter: 0.0,
             last_transit: None,
+            link_jitter: Vec::new(),
+            deadline: None,
         }
+    }
+
+    /// Counts datagrams against this delivery deadline (seed 001's frames on time and late).
+    pub fn with_deadline(mut self, deadline: Option<Duration>) -> Self {
+        self.deadline = deadline;
+        self
     }
 
     /// When the next datagram is due.
@@ -106,8 +129,8 @@ impl Flow {
         }
     }
 
-    /// A datagram of this flow arrived at `now`.
-    pub fn on_received(&mut self, now: Duration, data: &[u8]) {
+    /// A datagram of this flow arrived at `now` (on `link`, when known).
+    pub fn on_received(&mut self, now: Duration, data: &[u8], link: Option<usize>) {
         if data.len() < HEADER {
             return;
         }
@@ -125,6 +148,22 @@ impl Flow {
             self.jitter += ((transit - prev).abs() - self.jitter) / 16.0;
         }
         self.last_transit = Some(transit);
+        if let Some(l) = link {
+            if self.link_jitter.len() <= l {
+                self.link_jitter.resize(l + 1, (0.0, None, 0));
+            }
+            let (j, last, n) = &mut self.link_jitter[l];
+            if let Some(prev) = *last {
+                *j += ((transit - prev).abs() - *j) / 16.0;
+            }
+            *last = Some(transit);
+            *n += 1;
+        }
+    }
+
+    /// Datagrams that arrived after the deadline.
+    fn late(&self) -> u64 {
+        self.deadline.map_or(0, |d| self.latencies.iter().filter(|l| **l > d).count() as u64)
     }
 
     /// The flow's figures.
@@ -149,6 +188,18 @@ impl Flow {
             latency_mean_ms: mean,
             latency_p99_ms: p99,
             jitter_ms: self.jitter * 1e3,
+            on_time: self.latencies.len() as u64 - self.late(),
+            late: self.late(),
+            path_jitter_ms: self.link_jitter.iter().map(|(j, _, _)| j * 1e3).collect(),
+            path_jitter_mean_ms: {
+                let n: u64 = self.link_jitter.iter().map(|(_, _, n)| n).sum();
+                let w: f64 = self.link_jitter.iter().map(|(j, _, n)| j * *n as f64).sum();
+                if n == 0 {
+                    0.0
+                } else {
+                    w * 1e3 / n as f64
+                }
+            },
         }
     }
 }

@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 
 /// Width of a timeline bucket.
 pub const TIMELINE_BUCKET: Duration = Duration::from_millis(100);
+/// Interval of the per-path goodput timelines.
+pub const PATH_SAMPLE: Duration = Duration::from_secs(1);
 /// Virtual-time steps allowed without the clock moving before the run is declared stuck
 /// (a core that keeps asking to be woken "now" without doing anything is a bug).
 const MAX_IDLE_STEPS: u32 = 100_000;
@@ -164,19 +166,36 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
     let mut warmed_up = false;
     let mut net = Net::new(cfg.links.clone(), cfg.seed);
     let mut bulk = Bulk::new(cfg.seed, cfg.bulk_bytes);
-    let mut flows: Vec<Flow> = cfg.flows.iter().map(|f| Flow::new(f.clone(), Duration::ZERO)).collect();
+    let mut flows: Vec<Flow> = cfg
+        .flows
+        .iter()
+        .map(|f| {
+            let deadline = cfg.session.classes.get(&f.class).and_then(|c| c.deadline);
+            Flow::new(f.clone(), Duration::ZERO).with_deadline(deadline)
+        })
+        .collect();
     let flow_stop = cfg.flow_stop();
     let mut timeline = Timeline::new(TIMELINE_BUCKET, cfg.duration);
     let mut buf = Vec::with_capacity(2048);
     let mut idle_steps = 0u32;
     let mut finished_at = None;
     let mut next_trace = Duration::ZERO;
+    // Stream bytes received on each link's path, sampled every second (per-path timelines).
+    let mut path_samples: Vec<Vec<u64>> = vec![Vec::new(); cfg.links.len()];
+    let mut next_sample = Duration::ZERO;
+    let mut arrived: Vec<(usize, braid_core::datagram::Datagram)> = Vec::new();
     loop {
         // Packets arriving now.
         while let Some(a) = net.pop_due(now) {
             let data = BytesMut::from(&a.data[..]);
             if a.to_server {
                 deliver_to_server(&mut sides, now, a.link, data);
+                // Datagrams this packet carried, tagged with the link they came on.
+                if let Some(s) = sides.server.as_mut() {
+                    while let Some(d) = s.recv_datagram() {
+                        arrived.push((a.link, d));
+                    }
+                }
             } else {
                 sides.client.handle_datagram(ts(now), Some(client_addr(a.link)), SERVER, data);
             }
@@ -227,10 +246,11 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
                     let got = bulk.server_step(s, None);
                     timeline.add(now, got);
                 }
-                while let Some(d) = s.recv_datagram() {
+                let released = std::iter::from_fn(|| s.recv_datagram()).map(|d| (None, d));
+                for (link, d) in arrived.drain(..).map(|(l, d)| (Some(l), d)).chain(released) {
                     timeline.add(now, d.data.len() as u64);
                     if let Some(f) = flows.iter_mut().find(|f| f.spec.class == d.class) {
-                        f.on_received(now, &d.data);
+                        f.on_received(now, &d.data, link);
                     }
                 }
             }
@@ -255,6 +275,13 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
                 eprintln!("{}", trace_line(now, &sides, bulk.delivered));
                 next_trace = now + every;
             }
+        }
+        while now >= next_sample && next_sample <= cfg.duration {
+            let got = server_stream_bytes(&sides, cfg.links.len());
+            for (samples, b) in path_samples.iter_mut().zip(got) {
+                samples.push(b);
+            }
+            next_sample += PATH_SAMPLE;
         }
         if !warmed_up && now >= cfg.warmup {
             warmed_up = true;
@@ -312,6 +339,10 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
     report.reorder_max_steady_packets = report.reorder_max_packets;
     report.reorder_max_packets = report.reorder_max_packets.max(whole_run_reorder);
     report.classes = flows.iter().map(|f| f.report()).collect();
+    for (p, samples) in report.paths.iter_mut().zip(&path_samples) {
+        p.timeline_bps =
+            samples.windows(2).map(|w| (w[1] - w[0]) as f64 * 8.0 / PATH_SAMPLE.as_secs_f64()).collect();
+    }
     if !cfg.bulk {
         report.intact = report.classes.iter().all(|c| c.duplicates == 0) && report.closed.is_none();
     }
@@ -340,6 +371,21 @@ fn trace_line(now: Duration, sides: &Sides, delivered: u64) -> String {
         line += &format!(" | {side} reorder={} flow={:?}", s.reorder_now(), s.flow_control());
     }
     line
+}
+
+/// Stream bytes the server has received on each link's path so far.
+fn server_stream_bytes(sides: &Sides, links: usize) -> Vec<u64> {
+    let mut out = vec![0; links];
+    if let Some(s) = sides.server.as_deref() {
+        for id in s.path_ids() {
+            if let Some(p) = s.path_info(id) {
+                if let Some(slot) = link_of(p.remote).and_then(|i| out.get_mut(i)) {
+                    *slot = p.stats.stream_bytes_received;
+                }
+            }
+        }
+    }
+    out
 }
 
 fn deliver_to_server(sides: &mut Sides, now: Duration, link: usize, data: BytesMut) {
@@ -418,6 +464,7 @@ fn build_report(
                 state: client_path
                     .as_ref()
                     .map_or_else(|| "closed".into(), |p| format!("{:?}", p.state).to_lowercase()),
+                timeline_bps: Vec::new(),
                 queue_drops: net.counters(i).up_drops[0],
                 wire_drops: net.counters(i).up_drops[1],
             }

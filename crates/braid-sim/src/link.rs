@@ -17,6 +17,8 @@
 //! | `reorder=P%` | let a packet skip the in-order rule (it may overtake) |
 //! | `capacity=R@T,R@T…` | rate changes over time (cross traffic) |
 //! | `down=T-T,…` | outages, e.g. `down=10s-20s` |
+//! | `back=D` | one-way delay of the server → client direction instead of DELAY (seed 002's reverse-path disparity; simulator only) |
+//! | `drop=T,…` | a single loss: the first client → server packet offered at or after each T is lost on the wire (seed 004's loss at 18 s) |
 
 use crate::units::{parse_duration, parse_percent, parse_rate};
 use rand_chacha::ChaCha8Rng;
@@ -75,6 +77,11 @@ pub struct LinkSpec {
     pub capacity: Vec<(Duration, u64)>,
     /// Outages: [from, to).
     pub down: Vec<(Duration, Duration)>,
+    /// One-way delay of the server → client direction, when it differs from `delay`.
+    pub back_delay: Option<Duration>,
+    /// Single losses: the first packet offered at or after each of these times is lost (in
+    /// the simulator, client → server only), sorted.
+    pub drop_at: Vec<Duration>,
     /// Largest IP packet the link carries (a tunnel or PPPoE hop whose "fragmentation
     /// needed" messages are lost: larger packets vanish); None for no limit.
     pub mtu: Option<usize>,
@@ -95,6 +102,8 @@ impl LinkSpec {
             reorder: 0.0,
             capacity: Vec::new(),
             down: Vec::new(),
+            drop_at: Vec::new(),
+            back_delay: None,
             mtu: None,
         }
     }
@@ -123,6 +132,11 @@ impl LinkSpec {
                 "ge" => spec.gilbert = Some(parse_ge(v)?),
                 "capacity" => spec.capacity = parse_capacity(v)?,
                 "down" => spec.down = parse_down(v)?,
+                "back" => spec.back_delay = Some(parse_duration(v)?),
+                "drop" => {
+                    spec.drop_at = v.split(',').map(parse_duration).collect::<Result<Vec<_>, _>>()?;
+                    spec.drop_at.sort();
+                }
                 "mtu" => {
                     let m: usize = v.parse().map_err(|_| format!("mtu '{v}' must be bytes, e.g. 1400"))?;
                     if !(576..=65535).contains(&m) {
@@ -132,7 +146,7 @@ impl LinkSpec {
                 }
                 other => {
                     return Err(format!(
-                        "unknown link option '{other}' (loss, jitter, queue, ge, dup, reorder, capacity, down, mtu)"
+                        "unknown link option '{other}' (loss, jitter, queue, ge, dup, reorder, capacity, down, drop, back, mtu)"
                     ))
                 }
             }
@@ -284,6 +298,10 @@ pub struct Direction {
     last_arrival: Duration,
     bad: bool,
     rng: ChaCha8Rng,
+    /// This direction runs server → client (it takes the link's `back=` delay).
+    back: bool,
+    /// Index of the next single loss (`drop=`) still to happen in this direction.
+    next_drop: usize,
     /// Bytes that entered the queue.
     pub bytes_offered: u64,
     /// Packets dropped by reason: queue, wire, down.
@@ -300,9 +318,25 @@ impl Direction {
             last_arrival: Duration::ZERO,
             bad: false,
             rng,
+            next_drop: 0,
+            back: false,
             bytes_offered: 0,
             drops: [0; 3],
         }
+    }
+
+    /// This direction ignores the link's single losses (`drop=`): the simulator applies them
+    /// to client → server packets only.
+    pub fn without_single_losses(mut self) -> Self {
+        self.next_drop = usize::MAX;
+        self
+    }
+
+    /// This direction carries server → client packets: it takes the link's `back=` delay and
+    /// ignores its single losses.
+    pub fn server_to_client(mut self) -> Self {
+        self.back = true;
+        self.without_single_losses()
     }
 
     fn uniform(&mut self) -> f64 {
@@ -344,7 +378,8 @@ impl Direction {
             p > 0.0 && self.uniform() < p
         };
         let jitter = if spec.jitter.is_zero() { Duration::ZERO } else { spec.jitter.mul_f64(self.uniform()) };
-        let mut arrival = end + spec.delay + jitter;
+        let delay = if self.back { spec.back_delay.unwrap_or(spec.delay) } else { spec.delay };
+        let mut arrival = end + delay + jitter;
         if !(spec.reorder > 0.0 && self.uniform() < spec.reorder) {
             arrival = arrival.max(self.last_arrival);
             self.last_arrival = arrival;
@@ -353,7 +388,11 @@ impl Direction {
             self.drops[2] += 1;
             return Fate::Down;
         }
-        if lost || spec.mtu.is_some_and(|m| wire as usize > m) {
+        let single = spec.drop_at.get(self.next_drop).is_some_and(|t| *t <= now);
+        if single {
+            self.next_drop += 1;
+        }
+        if lost || single || spec.mtu.is_some_and(|m| wire as usize > m) {
             self.drops[1] += 1;
             return Fate::Lost;
         }
@@ -382,6 +421,14 @@ mod tests {
         assert_eq!(LinkSpec::parse("10mbit/20ms/mtu=1400").unwrap().mtu, Some(1400));
         assert!(LinkSpec::parse("10mbit/20ms/mtu=100").is_err());
         assert!(c.is_down(Duration::from_millis(5500)));
+        let d = LinkSpec::parse("200kbit/15ms/drop=18s").unwrap();
+        assert_eq!(d.drop_at, vec![Duration::from_secs(18)]);
+        let b = LinkSpec::parse("10mbit/10ms/back=90ms").unwrap();
+        let mut up = Direction::new(ChaCha8Rng::seed_from_u64(1));
+        let mut down = Direction::new(ChaCha8Rng::seed_from_u64(1)).server_to_client();
+        let t = Duration::ZERO;
+        assert!(matches!(up.offer(&b, t, 100), Fate::Arrives(a, _) if a < Duration::from_millis(11)));
+        assert!(matches!(down.offer(&b, t, 100), Fate::Arrives(a, _) if a > Duration::from_millis(90)));
         assert!(LinkSpec::parse("20mbit").is_err());
         assert!(LinkSpec::parse("20mbit/10ms/bogus=1").unwrap_err().contains("unknown link option"));
         assert!(LinkSpec::parse("fast/10ms").is_err());
@@ -401,6 +448,18 @@ mod tests {
         assert_eq!(d.offer(&spec, t0, 972), Fate::QueueDrop);
         // After the queue drained, room again.
         assert!(matches!(d.offer(&spec, Duration::from_millis(3), 972), Fate::Arrives(..)));
+    }
+
+    #[test]
+    fn single_loss_drops_exactly_one_packet() {
+        let spec = LinkSpec::parse("1gbit/1ms/drop=5ms").unwrap();
+        let mut d = Direction::new(ChaCha8Rng::seed_from_u64(7));
+        let fates: Vec<Fate> = (0..10u64).map(|i| d.offer(&spec, Duration::from_millis(i), 100)).collect();
+        let lost: Vec<usize> =
+            fates.iter().enumerate().filter(|(_, f)| **f == Fate::Lost).map(|(i, _)| i).collect();
+        assert_eq!(lost, vec![5]);
+        let mut back = Direction::new(ChaCha8Rng::seed_from_u64(7)).server_to_client();
+        assert!((0..10u64).all(|i| back.offer(&spec, Duration::from_millis(i), 100) != Fate::Lost));
     }
 
     #[test]

@@ -73,7 +73,7 @@ impl Net {
         };
         Net {
             up: (0..specs.len()).map(|i| dir(i, 0)).collect(),
-            down: (0..specs.len()).map(|i| dir(i, 1)).collect(),
+            down: (0..specs.len()).map(|i| dir(i, 1).server_to_client()).collect(),
             specs,
             queue: BinaryHeap::new(),
             seq: 0,

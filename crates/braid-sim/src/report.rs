@@ -44,6 +44,9 @@ pub struct PathReport {
     pub congestion_losses: u64,
     /// Times the path went suspect (silent).
     pub blackouts: u64,
+    /// New stream bytes that arrived on it in each second of the run, bit/s (seed 004's
+    /// per-route throughput figures).
+    pub timeline_bps: Vec<f64>,
 }
 
 /// Recovery after an outage.

@@ -374,3 +374,336 @@ fn a_dropped_class_does_not_ride_in_another_class_packets() {
     assert!(base.latency_mean_ms < 80.0, "base class latency {} ms", base.latency_mean_ms);
     assert!(extra.loss_pct > 50.0, "the extra class is dropped, not carried: {}", extra.loss_pct);
 }
+
+/// Mean goodput (bit/s) of the 100 ms timeline within [a, b) seconds.
+fn window(r: &SimReport, a: f64, b: f64) -> f64 {
+    let pts: Vec<f64> = r
+        .timeline
+        .iter()
+        .filter(|(t, _)| (*t as f64) >= a * 1000.0 && (*t as f64) < b * 1000.0)
+        .map(|(_, g)| *g)
+        .collect();
+    pts.iter().sum::<f64>() / pts.len().max(1) as f64
+}
+
+/// Seconds from the start until the one-second goodput average first reaches `frac` of the
+/// mean over the second half of the run (seed 004's "unsteady period"), as
+/// bench/experiments.py computes it.
+fn unsteady_s(r: &SimReport, frac: f64) -> f64 {
+    let g: Vec<f64> = r.timeline.iter().map(|(_, g)| *g).collect();
+    let avgs: Vec<f64> = g.windows(10).map(|w| w.iter().sum::<f64>() / 10.0).collect();
+    let half = &avgs[avgs.len() / 2..];
+    let target = frac * half.iter().sum::<f64>() / half.len() as f64;
+    avgs.iter().position(|x| *x >= target).map_or(f64::INFINITY, |i| (i + 10) as f64 / 10.0)
+}
+
+/// Bytes per second of a sized transfer: delivered ÷ time to the last byte.
+fn transfer_bps(r: &SimReport) -> f64 {
+    assert!(r.intact && r.complete, "the transfer completed");
+    r.delivered_bytes as f64 * 8.0 / r.duration_s
+}
+
+/// A 1 MB transfer (seed 000's TCP file).
+fn file(specs: &[&str], scheduler: Kind) -> SimConfig {
+    let mut cfg = bulk(specs, scheduler, 300);
+    cfg.bulk_bytes = Some(1_000_000);
+    cfg
+}
+
+/// Seed 004 Figs. 7–11: under WRR the reorder buffer is near zero at 1:1 and grows about in
+/// proportion to the bandwidth ratio, the same at the same ratio whatever the rates; EDPF
+/// keeps it at a few packets. The unsteady period is a few seconds (paper: 0–7 s) and shorter
+/// at the higher rates (paper: Scenario 2 shorter than Scenario 1 at every ratio).
+#[test]
+fn seed004_reorder_buffer_grows_with_the_bandwidth_ratio() {
+    let sweep = |base: u64, r: u64, kind: Kind| {
+        let fast = format!("{}kbit/15ms/queue=64000", base * r);
+        let slow = format!("{base}kbit/50ms/queue=64000");
+        let mut cfg = bulk(&[&fast, &slow], kind, 40);
+        if kind == Kind::Wrr {
+            cfg.weights = vec![Some(r as u32), Some(1)];
+        }
+        go(&cfg)
+    };
+    let s4: Vec<SimReport> = [1, 2, 4, 8].iter().map(|r| sweep(250, *r, Kind::Wrr)).collect();
+    let b: Vec<usize> = s4.iter().map(|r| r.reorder_max_steady_packets).collect();
+    assert!(b[0] <= 10, "1:1 needs almost no buffer: {b:?}");
+    assert!(b[0] < b[1] && b[1] < b[2] && b[2] < b[3], "grows with the ratio: {b:?}");
+    assert!(b[3] >= 3 * b[1] && b[3] >= 30, "about in proportion (1:8 against 1:2): {b:?}");
+    let (s1, s2) = (sweep(100, 4, Kind::Wrr), sweep(500, 4, Kind::Wrr));
+    let same = [s1.reorder_max_steady_packets, b[2], s2.reorder_max_steady_packets];
+    let (lo, hi) = (*same.iter().min().unwrap(), *same.iter().max().unwrap());
+    assert!(hi <= 2 * lo, "1:4 at 100, 250 and 500 kb/s: {same:?}");
+    for base in [100, 250, 500] {
+        let e = sweep(base, 8, Kind::Edpf);
+        assert!(
+            e.reorder_max_steady_packets <= 10,
+            "edpf at {base} kb/s 1:8: {}",
+            e.reorder_max_steady_packets
+        );
+    }
+    for r in [2, 4, 8] {
+        let (slow, fast) = (sweep(100, r, Kind::Wrr), sweep(500, r, Kind::Wrr));
+        let (u1, u2) = (unsteady_s(&slow, 0.9), unsteady_s(&fast, 0.9));
+        assert!(u1 <= 7.0 && u2 < u1, "1:{r}: unsteady {u1} s at 100 kb/s, {u2} s at 500 kb/s");
+    }
+}
+
+/// Seed 004 Figs. 13–15: EDPF delivers in order at a steady rate; WRR's reorder buffer makes
+/// in-order delivery come in bursts (the paper's Fig. 14 swings up to about 900 kb/s).
+#[test]
+fn seed004_edpf_delivers_steadily_where_wrr_bursts() {
+    let l = ["200kbit/15ms", "100kbit/50ms", "50kbit/50ms"];
+    let per_second =
+        |r: &SimReport| -> Vec<f64> { (5..39).map(|s| window(r, s as f64, s as f64 + 1.0)).collect() };
+    let cov = |xs: &[f64]| {
+        let m = xs.iter().sum::<f64>() / xs.len() as f64;
+        (xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / xs.len() as f64).sqrt() / m
+    };
+    let mut e = bulk(&l, Kind::Edpf, 40);
+    e.session.congestion = Algorithm::NewReno;
+    let mut w = e.clone();
+    w.session.scheduler = Kind::Wrr;
+    w.weights = vec![Some(4), Some(2), Some(1)];
+    let (e, w) = (go(&e), go(&w));
+    let (ce, cw) = (cov(&per_second(&e)), cov(&per_second(&w)));
+    assert!(ce < 0.1 && cw > 2.0 * ce, "delivery CoV: edpf {ce:.2}, wrr {cw:.2}");
+    let wmax = per_second(&w).into_iter().fold(0.0, f64::max);
+    assert!(wmax > 1.5 * 350e3, "wrr releases bursts above the links' sum: {wmax}");
+    // Each route's own arrivals stay steady under EDPF.
+    for p in &e.paths {
+        assert!(cov(&p.timeline_bps[5..]) < 0.2, "{}: {:?}", p.link, p.timeline_bps);
+    }
+}
+
+/// Seed 004 Figs. 16–18: one packet lost at 18 s. Only the receiver's buffer notices for a
+/// moment; the in-order goodput is back at once and the other routes never slow down.
+#[test]
+fn seed004_single_loss_costs_a_moment_not_the_rate() {
+    let run_with = |first: &str| {
+        let mut cfg = bulk(&[first, "100kbit/50ms", "50kbit/50ms"], Kind::Edpf, 30);
+        cfg.session.congestion = Algorithm::NewReno;
+        cfg.warmup = secs(15);
+        go(&cfg)
+    };
+    let lossy = run_with("200kbit/15ms/drop=18s");
+    let clean = run_with("200kbit/15ms");
+    assert_eq!(lossy.paths[0].wire_drops, 1, "exactly one packet lost");
+    assert_eq!(clean.paths[0].wire_drops, 0);
+    assert!(lossy.intact);
+    let (before, after) = (window(&lossy, 10.0, 18.0), window(&lossy, 20.0, 28.0));
+    assert!(after > 0.95 * before, "goodput back: {after} vs {before}");
+    for p in &lossy.paths[1..] {
+        let t = &p.timeline_bps;
+        let (b, a) = (t[10..18].iter().sum::<f64>() / 8.0, t[19..25].iter().sum::<f64>() / 6.0);
+        assert!(a > 0.9 * b, "{} slowed down after the loss: {a} vs {b}", p.link);
+    }
+    let (l, c) = (lossy.reorder_max_steady_packets, clean.reorder_max_steady_packets);
+    assert!(l > c && l <= 40, "the buffer holds what arrives behind the gap: {l} (no loss: {c})");
+}
+
+/// Seed 002 Figs. 2 and 4: at 10 Mb/s and 90 ms of forward delay disparity the paper's striped
+/// TCP stays at 10–15 Mb/s of 20 and never converges; braid carries the sum of the two links
+/// used alone within seconds.
+#[test]
+fn seed002_delay_disparity_costs_no_goodput() {
+    let pair = go(&bulk(&["10mbit/10ms", "10mbit/90ms"], Kind::RoundRobin, 30));
+    let alone: f64 =
+        ["10mbit/10ms", "10mbit/90ms"].iter().map(|l| go(&bulk(&[l], Kind::MinRtt, 30)).goodput_bps).sum();
+    assert!(pair.goodput_bps > 0.95 * alone, "{} of {alone}", pair.goodput_bps);
+    let reached = (0..25).find(|s| window(&pair, *s as f64, *s as f64 + 1.0) >= 0.9 * alone);
+    assert!(reached.is_some_and(|s| s <= 5), "90 % of the sum reached at {reached:?} s");
+}
+
+/// Seed 002 Fig. 5: at 10 Mb/s the paper's pair of links is worse than the better one alone
+/// once both lose more than 4 %; braid's pair is not, because a loss costs only its own path.
+#[test]
+fn seed002_two_lossy_links_beat_the_better_one() {
+    for (cc, factor) in [(Algorithm::Bbr, 1.8), (Algorithm::NewReno, 1.3)] {
+        let with = |l: &[&str]| {
+            let mut cfg = bulk(l, Kind::MinRtt, 30);
+            cfg.session.congestion = cc;
+            go(&cfg).goodput_bps
+        };
+        let pair = with(&["10mbit/10ms/loss=4%", "10mbit/10ms/loss=10%"]);
+        let best = with(&["10mbit/10ms/loss=4%"]).max(with(&["10mbit/10ms/loss=10%"]));
+        assert!(pair > factor * best, "{cc}: pair {pair} vs better link {best}");
+    }
+}
+
+/// Seed 002 Fig. 6: the best WRR ratio is b1/b0 while loss is low (Case II, 10 + 2 Mb/s at
+/// 1 % loss: 0.2); with a loss-based controller and high loss, the lossless link alone is best
+/// (Case I, NewReno, 10 % loss), as the paper's rule 3 says.
+#[test]
+fn seed002_best_weight_ratio() {
+    let sweep = |l0: &str, l1: &str, cc: Algorithm, w1s: &[u32]| -> Vec<f64> {
+        w1s.iter()
+            .map(|w1| {
+                let mut cfg =
+                    if *w1 == 0 { bulk(&[l0], Kind::Wrr, 30) } else { bulk(&[l0, l1], Kind::Wrr, 30) };
+                cfg.weights = vec![Some(100), Some(*w1)];
+                cfg.session.congestion = cc;
+                go(&cfg).goodput_bps
+            })
+            .collect()
+    };
+    let argmax = |g: &[f64]| (0..g.len()).max_by(|a, b| g[*a].total_cmp(&g[*b])).unwrap();
+    let ws = [0, 10, 20, 50, 100];
+    let g = sweep("10mbit/10ms", "2mbit/10ms/loss=1%", Algorithm::Bbr, &ws);
+    assert_eq!(ws[argmax(&g)], 20, "case II at 1 %: {g:?}");
+    let ws = [0, 25, 50, 100];
+    let g = sweep("10mbit/10ms", "10mbit/10ms/loss=10%", Algorithm::NewReno, &ws);
+    assert_eq!(ws[argmax(&g)], 0, "case I at 10 %, newreno: {g:?}");
+    assert!(g[0] > 1.2 * g[1], "{g:?}");
+}
+
+/// Seed 000 Table II: CBR loss over a piconet follows the capacity shortfall (75, 50, 25 % at
+/// 2, 4, 6 members, 0 from 10), within the headers braid adds.
+#[test]
+fn seed000_piconet_cbr_loss_follows_the_shortfall() {
+    for (n, paper) in [(2, 75.15), (4, 50.3), (6, 25.45), (10, 0.0)] {
+        let specs = vec!["115.2kbit/0ms/queue=50p"; n];
+        let r = go(&datagrams(&specs, Kind::RoundRobin, &[920], secs(1), 60));
+        let loss = r.classes[0].loss_pct;
+        assert!(loss >= paper - 0.5 && loss <= paper + 5.0, "{n} members: {loss:.2} % vs paper {paper} %");
+        if n == 10 {
+            assert!(
+                r.classes[0].jitter_ms < 20.0,
+                "rr jitter with room to spare: {}",
+                r.classes[0].jitter_ms
+            );
+        }
+    }
+}
+
+/// Seed 000 Tables III–IV, the jitter: RFC 3550 jitter over the striped flow runs to seconds
+/// (consecutive datagrams come from links with very different transit times); over each
+/// path's own datagrams it is tens of milliseconds, the size of the paper's 2.45–7.24 ms
+/// figures rather than of braid's flow figure.
+#[test]
+fn seed000_per_path_jitter_is_milliseconds_where_flow_jitter_is_seconds() {
+    let l = ["128kbit/0ms/queue=50p", "64kbit/0ms/queue=50p", "32kbit/0ms/queue=50p", "16kbit/0ms/queue=50p"];
+    let r = go(&datagrams(&l, Kind::RoundRobin, &[256], secs(1), 60));
+    let c = &r.classes[0];
+    assert_eq!(c.path_jitter_ms.len(), 4);
+    assert!(c.jitter_ms > 1000.0, "flow jitter {} ms", c.jitter_ms);
+    assert!(c.path_jitter_mean_ms < 100.0, "per-path jitter {} ms", c.path_jitter_mean_ms);
+    assert!(c.jitter_ms > 20.0 * c.path_jitter_mean_ms);
+}
+
+/// Seed 000 Fig. 3 and the unequal-link result: TCP over a piconet grows with its size (the
+/// paper's grows until its receiver window stops it at six links), and over 128/64/32/16 kb/s
+/// links WRR beats RR (paper 55.6 against 44 kb/s).
+#[test]
+fn seed000_tcp_over_the_piconet() {
+    let one = transfer_bps(&go(&file(&["115.2kbit/0ms/queue=50p"], Kind::RoundRobin)));
+    let eight = transfer_bps(&go(&file(&["115.2kbit/0ms/queue=50p"; 8], Kind::RoundRobin)));
+    assert!(one > 0.85 * 115.2e3, "one link: {one}");
+    assert!(eight > 6.0 * one, "eight links {eight} vs one {one}");
+    let l = ["128kbit/0ms/queue=50p", "64kbit/0ms/queue=50p", "32kbit/0ms/queue=50p", "16kbit/0ms/queue=50p"];
+    let rr = transfer_bps(&go(&file(&l, Kind::RoundRobin)));
+    let mut w = file(&l, Kind::Wrr);
+    w.weights = vec![Some(8), Some(4), Some(2), Some(1)];
+    let wrr = transfer_bps(&go(&w));
+    assert!(rr < 4.5 * 16e3, "rr is held to four times the slowest link: {rr}");
+    assert!(wrr > 2.0 * rr && wrr > 0.75 * 240e3, "wrr {wrr} rr {rr}");
+}
+
+/// Seed 000 Fig. 4: with three persistent links and one transient, TCP throughput rises with
+/// the transient link's duty cycle.
+#[test]
+fn seed000_transient_link_duty_cycle() {
+    let lk = "115.2kbit/0ms/queue=50p";
+    let with = |transient: &str| transfer_bps(&go(&file(&[lk, lk, lk, transient], Kind::RoundRobin)));
+    let never = with(&format!("{lk}/down=0s-3600s"));
+    let half = with(&format!("{lk}/down=10s-20s,30s-40s,50s-60s"));
+    let always = with(lk);
+    assert!(half > never && always > half, "0 %: {never}, 50 %: {half}, 100 %: {always}");
+    assert!(always > 1.2 * never, "0 %: {never}, 100 %: {always}");
+}
+
+/// Seed 000 Table IX: with two links swapping 1 % and 10 % loss and too little capacity for
+/// three layers, LPS drops the top layer and keeps the base layer's loss below what the
+/// agnostic stripers give a layer.
+#[test]
+fn seed000_lps_on_dynamic_limited_channels() {
+    let a = "20kbit/10ms/loss=1%@0s,10%@75s,1%@150s,10%@225s";
+    let b = "20kbit/10ms/loss=10%@0s,1%@75s,10%@150s,1%@225s";
+    let lps = layer_loss(&go(&datagrams(&[a, b], Kind::Lps, &[15, 15, 15], secs(2), 300)));
+    let rr = layer_loss(&go(&datagrams(&[a, b], Kind::RoundRobin, &[15, 15, 15], secs(2), 300)));
+    let rr_mean = rr.iter().sum::<f64>() / 3.0;
+    assert!(lps[2] > 95.0, "top layer dropped: {lps:?}");
+    assert!(lps[0] < 8.0 && lps[0] < rr_mean / 2.0, "lps {lps:?} rr {rr:?}");
+}
+
+/// Seed 001 Figs. 4–5: when the source outruns the links, MMTP (the deadline scheduler)
+/// sends fewer frames and gets more of them there on time than a sender that sends all it can
+/// (min-RTT, dropping only at the deadline), whose frames arrive, but late.
+#[test]
+fn seed001_mmtp_more_frames_on_time() {
+    let l = ["1mbit/20ms", "300kbit/40ms"];
+    let deadline = Duration::from_millis(200);
+    // A 1000-byte frame every 5 ms: 1.6 Mb/s offered to 1.3 Mb/s of links.
+    let d = go(&datagrams(&l, Kind::Deadline, &[1600], deadline, 30));
+    let m = go(&datagrams(&l, Kind::MinRtt, &[1600], deadline, 30));
+    let (d, m) = (&d.classes[0], &m.classes[0]);
+    assert!(d.on_time > 5 * m.on_time.max(1), "on time: deadline {} min-RTT {}", d.on_time, m.on_time);
+    assert!(m.late > m.on_time && d.late * 10 < d.on_time, "late: min-RTT {} deadline {}", m.late, d.late);
+    assert!(d.received < m.received, "MMTP delivers fewer: {} vs {}", d.received, m.received);
+}
+
+/// Seed 001 Figs. 6–7: 1000 packets of 1400 bytes over a 2 Mb/s link at 30 % loss and a
+/// lossless 115 kb/s link. The rate-based transfer over both (braid's BBR paths) beats each
+/// link alone, and the loss-based one (NewReno) over the lossy link alone by a wide margin.
+#[test]
+fn seed001_rmtp_both_links_beat_either() {
+    let time = |l: &[&str], cc: Algorithm| {
+        let mut cfg = file(l, Kind::MinRtt);
+        cfg.bulk_bytes = Some(1_400_000);
+        cfg.duration = secs(200);
+        cfg.session.congestion = cc;
+        let r = go(&cfg);
+        assert!(r.intact && r.complete);
+        r.duration_s
+    };
+    let (aviator, irlan) = ("2mbit/5ms/loss=30%", "115kbit/10ms");
+    let both = time(&[aviator, irlan], Algorithm::Bbr);
+    let av = time(&[aviator], Algorithm::Bbr);
+    let ir = time(&[irlan], Algorithm::Bbr);
+    let tcp_av = time(&[aviator], Algorithm::NewReno);
+    assert!(both < av && both < ir / 5.0, "both {both} s, aviator {av} s, irlan {ir} s");
+    assert!(tcp_av > 3.0 * both, "loss-based over the lossy link {tcp_av} s vs {both} s");
+}
+
+/// Seed 002 Fig. 3: a slow reverse path on one link costs (almost) nothing.
+#[test]
+fn seed002_reverse_delay_disparity_costs_nothing() {
+    let pair = go(&bulk(&["10mbit/10ms", "10mbit/10ms/back=90ms"], Kind::RoundRobin, 30));
+    let alone: f64 = ["10mbit/10ms", "10mbit/10ms/back=90ms"]
+        .iter()
+        .map(|l| go(&bulk(&[l], Kind::MinRtt, 30)).goodput_bps)
+        .sum();
+    assert!(pair.goodput_bps > 0.97 * alone, "{} of {alone}", pair.goodput_bps);
+}
+
+/// Seed 004, the unsteady period after a change: when the faster route doubles its rate at
+/// 20 s, EDPF carries 90 % of the new total within the first second after the change (the
+/// paper's unsteady period from the start is 0–7 s); WRR with the old static weights never
+/// uses the added rate.
+#[test]
+fn seed004_edpf_follows_a_change_of_rate_at_once() {
+    let l = ["1mbit/15ms/queue=64000/capacity=500kbit@0s,1mbit@20s", "250kbit/50ms/queue=64000"];
+    let e = go(&bulk(&l, Kind::Edpf, 40));
+    let mut w = bulk(&l, Kind::Wrr, 40);
+    w.weights = vec![Some(2), Some(1)];
+    let w = go(&w);
+    let (before, after) = (window(&e, 10.0, 20.0), window(&e, 30.0, 40.0));
+    assert!(after > 1.5 * before, "edpf uses the added rate: {before} → {after}");
+    assert!(
+        window(&e, 20.0, 21.0) >= 0.9 * after,
+        "edpf's first second after the change: {}",
+        window(&e, 20.0, 21.0)
+    );
+    let (wb, wa) = (window(&w, 10.0, 20.0), window(&w, 30.0, 40.0));
+    assert!(wa < 1.1 * wb, "static weights keep the old share: {wb} → {wa}");
+}

@@ -15,7 +15,8 @@ use std::time::Duration;
 #[derive(Args, Debug)]
 #[command(after_help = "LINK is RATE/DELAY[/key=value...], DELAY one-way: e.g. 20mbit/10ms, \
 5mbit/40ms/loss=1%/jitter=2ms. Keys: loss=P%, jitter=D, queue=BYTES|Np|D, ge=P:R:L% \
-(Gilbert-Elliott), dup=P%, reorder=P%, capacity=R@T,R@T..., down=T-T,..., mtu=BYTES (largest IP \
+(Gilbert-Elliott), dup=P%, reorder=P%, capacity=R@T,R@T..., down=T-T,..., drop=T,... (one \
+client->server packet lost at each T), back=D (server->client delay), mtu=BYTES (largest IP \
 packet; larger ones vanish, as behind a path MTU black hole)")]
 pub struct SimArgs {
     /// A link (repeat for each): RATE/DELAY[/key=value...].
