@@ -11,6 +11,8 @@ const MAX_RANGES: usize = 32;
 /// RFC 9000 §13.2.2: "an ACK frame SHOULD be sent after receiving at least two ack-eliciting
 /// packets".
 const ACK_ELICITING_THRESHOLD: u32 = 2;
+/// The packet arrival rate is counted over intervals of this length.
+const RATE_INTERVAL: Duration = Duration::from_millis(200);
 
 /// Receive state of one path.
 #[derive(Debug, Default)]
@@ -29,6 +31,10 @@ pub struct Received {
     /// The first probe of a pair whose second just arrived: reported with its own delay.
     pair_report: Option<(u64, Timestamp)>,
     replay: ReplayWindow,
+    /// Start of the current arrival-rate interval and packets counted in it.
+    interval: Option<(Timestamp, u32)>,
+    /// Packets per second over the last full interval.
+    packet_rate: f64,
 }
 
 impl Received {
@@ -63,6 +69,7 @@ impl Received {
             self.largest_time = Some(now);
         }
         self.pending = true;
+        self.count_arrival(now);
         if ack_eliciting {
             self.eliciting_since_ack += 1;
             // RFC 9000 §13.2.1: acknowledge out-of-order packets immediately.
@@ -70,6 +77,26 @@ impl Received {
                 self.immediate = true;
             }
             self.deadline.get_or_insert(now + max_ack_delay);
+        }
+    }
+
+    fn count_arrival(&mut self, now: Timestamp) {
+        let (start, n) = self.interval.get_or_insert((now, 0));
+        let elapsed = now.saturating_since(*start);
+        if elapsed >= RATE_INTERVAL {
+            self.packet_rate = f64::from(*n) / elapsed.as_secs_f64();
+            self.interval = Some((now, 1));
+        } else {
+            *n += 1;
+        }
+    }
+
+    /// Packets per second arriving on the path (over the last 200 ms interval; zero once it
+    /// has been silent for a second): what its ACKs cost the path that carries them.
+    pub fn packet_rate(&self, now: Timestamp) -> f64 {
+        match self.interval {
+            Some((start, _)) if now.saturating_since(start) < Duration::from_secs(1) => self.packet_rate,
+            _ => 0.0,
         }
     }
 

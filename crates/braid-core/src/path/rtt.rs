@@ -1,5 +1,6 @@
 //! Round-trip time estimation per path (RFC 9002 §5).
 
+use smallvec::SmallVec;
 use std::time::Duration;
 
 /// RFC 9002 §6.2.2: "When no previous RTT is available, the initial RTT SHOULD be set to 333
@@ -14,12 +15,37 @@ pub struct RttEstimator {
     latest: Duration,
     smoothed: Option<Duration>,
     var: Duration,
+    /// The minimum over the current return route's samples.
     min: Duration,
+    /// The return route (the path that brought the ACK) of the latest sample, and each
+    /// route's minimum: a path whose ACKs moved from a 5 ms carrier back to itself must not
+    /// keep the carrier's minimum, or the in-flight bound EDPF derives from it cannot grow (a
+    /// 50 Mbit/s, 20 ms path was held at 22 Mbit/s).
+    route: Option<u8>,
+    routes: SmallVec<[(u8, Duration); 4]>,
+    /// The route of the next sample, if the caller knows it.
+    pending_route: Option<u8>,
+    /// Consecutive samples that came back on another route than the current one.
+    elsewhere: u32,
 }
+
+/// Consecutive samples on another return route before the minimum follows it (an occasional
+/// ACK on another path — a liveness copy — must not swap the minimum back and forth: that
+/// raised EDPF's reorder on seed 004's Table III mix from 5 to 16 packets).
+const ROUTE_SWITCH_SAMPLES: u32 = 8;
 
 impl Default for RttEstimator {
     fn default() -> Self {
-        RttEstimator { latest: INITIAL_RTT, smoothed: None, var: INITIAL_RTT / 2, min: INITIAL_RTT }
+        RttEstimator {
+            latest: INITIAL_RTT,
+            smoothed: None,
+            var: INITIAL_RTT / 2,
+            min: INITIAL_RTT,
+            route: None,
+            routes: SmallVec::new(),
+            pending_route: None,
+            elsewhere: 0,
+        }
     }
 }
 
@@ -39,7 +65,17 @@ impl RttEstimator {
         self.var
     }
 
-    /// Smallest sample seen.
+    /// The next sample's ACK came back on path `route`.
+    pub fn next_sample_route(&mut self, route: u8) {
+        self.pending_route = Some(route);
+    }
+
+    /// The path the ACKs of this path come back on (settled over several samples), if known.
+    pub fn route(&self) -> Option<u8> {
+        self.route
+    }
+
+    /// Smallest sample seen on the current return route.
     pub fn min(&self) -> Duration {
         self.min
     }
@@ -57,6 +93,22 @@ impl RttEstimator {
     /// Adds a sample (RFC 9002 §5.3).
     pub fn update(&mut self, latest: Duration, ack_delay: Duration) {
         self.latest = latest;
+        if let Some(r) = self.pending_route.take() {
+            if self.route.is_some_and(|c| c != r) && self.smoothed.is_some() {
+                // A sample of another route: it counts towards that route's minimum only,
+                // until enough in a row say the ACKs now come back that way.
+                let m = self.routes.iter().find(|(k, _)| *k == r).map_or(latest, |(_, m)| (*m).min(latest));
+                self.elsewhere += 1;
+                if self.elsewhere < ROUTE_SWITCH_SAMPLES {
+                    self.set_route_min(r, m);
+                    self.update_smoothed(latest, ack_delay);
+                    return;
+                }
+                self.min = m;
+            }
+            self.elsewhere = 0;
+            self.route = Some(r);
+        }
         match self.smoothed {
             None => {
                 // "On the first RTT sample ... min_rtt = latest_rtt, smoothed_rtt = latest_rtt,
@@ -64,29 +116,86 @@ impl RttEstimator {
                 self.min = latest;
                 self.smoothed = Some(latest);
                 self.var = latest / 2;
+                self.remember_route_min();
             }
-            Some(srtt) => {
+            Some(_) => {
                 self.min = self.min.min(latest);
-                // "adjusted_rtt = latest_rtt; if (latest_rtt >= min_rtt + ack_delay):
-                //  adjusted_rtt = latest_rtt - ack_delay"
-                let adjusted = if latest >= self.min + ack_delay { latest - ack_delay } else { latest };
-                let diff = srtt.abs_diff(adjusted);
-                self.var = (3 * self.var + diff) / 4;
-                self.smoothed = Some((7 * srtt + adjusted) / 8);
+                self.remember_route_min();
+                self.update_smoothed(latest, ack_delay);
             }
         }
+    }
+
+    /// RFC 9002 §5.3 after the first sample: "adjusted_rtt = latest_rtt; if (latest_rtt >=
+    /// min_rtt + ack_delay): adjusted_rtt = latest_rtt - ack_delay".
+    fn update_smoothed(&mut self, latest: Duration, ack_delay: Duration) {
+        let srtt = self.smoothed();
+        let adjusted = if latest >= self.min + ack_delay { latest - ack_delay } else { latest };
+        let diff = srtt.abs_diff(adjusted);
+        self.var = (3 * self.var + diff) / 4;
+        self.smoothed = Some((7 * srtt + adjusted) / 8);
     }
 
     /// Forgets the minimum so it can follow a path whose base delay grew (used after a path
     /// comes back from a long outage).
     pub fn reset_min(&mut self) {
         self.min = self.latest;
+        self.routes.clear();
+        self.remember_route_min();
+    }
+
+    fn remember_route_min(&mut self) {
+        if let Some(r) = self.route {
+            self.set_route_min(r, self.min);
+        }
+    }
+
+    fn set_route_min(&mut self, r: u8, min: Duration) {
+        match self.routes.iter_mut().find(|(k, _)| *k == r) {
+            Some(e) => e.1 = min,
+            None => self.routes.push((r, min)),
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_minimum_follows_the_return_route() {
+        let ms = Duration::from_millis;
+        let mut r = RttEstimator::default();
+        // ACKs first ride a 5 ms carrier (path 1): 25 ms.
+        r.next_sample_route(1);
+        r.update(ms(25), Duration::ZERO);
+        r.next_sample_route(1);
+        r.update(ms(27), Duration::ZERO);
+        assert_eq!(r.min(), ms(25));
+        // One ACK on the path itself (a liveness copy) does not move the minimum.
+        r.next_sample_route(0);
+        r.update(ms(41), Duration::ZERO);
+        r.next_sample_route(1);
+        r.update(ms(26), Duration::ZERO);
+        assert_eq!(r.min(), ms(25));
+        // Then they come back on the path itself (path 0) for good: its own round trip, 40 ms,
+        // once eight samples in a row say so.
+        for i in 0..ROUTE_SWITCH_SAMPLES {
+            r.next_sample_route(0);
+            r.update(ms(47 - u64::from(i)), Duration::ZERO);
+            let want = if i + 1 < ROUTE_SWITCH_SAMPLES { ms(25) } else { ms(40) };
+            assert_eq!(r.min(), want, "after {} samples", i + 1);
+        }
+        // Back on the carrier: its own minimum again.
+        for _ in 0..ROUTE_SWITCH_SAMPLES {
+            r.next_sample_route(1);
+            r.update(ms(30), Duration::ZERO);
+        }
+        assert_eq!(r.min(), ms(25));
+        // Samples of unknown route stay on the current one.
+        r.update(ms(24), Duration::ZERO);
+        assert_eq!(r.min(), ms(24));
+    }
 
     #[test]
     fn follows_rfc9002() {

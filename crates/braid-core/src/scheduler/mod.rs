@@ -162,6 +162,8 @@ pub struct PacketInfo {
     pub ahead_packets: u32,
     /// Bytes waiting to be sent in total (stream data not yet sent, queued datagrams).
     pub backlog_bytes: u64,
+    /// Stream data queued for retransmission, in packets (this one included when it is one).
+    pub retransmit_packets: u32,
 }
 
 /// A scheduler's answer.
@@ -471,6 +473,7 @@ pub(crate) mod test_util {
             datagram: false,
             ahead_packets: 0,
             backlog_bytes: 1200,
+            retransmit_packets: 0,
         }
     }
 

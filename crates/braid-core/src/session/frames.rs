@@ -144,6 +144,7 @@ impl Session {
             let delay = std::time::Duration::from_micros(ack.ack_delay_us);
             self.paths[idx].monitor.on_ack_for_pair(now, ack.largest, delay, via);
         }
+        self.paths[idx].rtt.next_sample_route(via);
         let mut acked = std::mem::take(&mut self.acked_scratch);
         let mut lost = std::mem::take(&mut self.lost_scratch);
         let mad = self.config.max_ack_delay;

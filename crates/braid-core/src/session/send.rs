@@ -16,7 +16,7 @@ use super::{Session, State, Transmit};
 use crate::config::AckPath;
 use crate::datagram::OutgoingDatagram;
 use crate::path::sent::{FrameRecords, SentFrame, SentPacket};
-use crate::path::PathState;
+use crate::path::{PathId, PathState};
 use crate::scheduler::{Decision, PacketInfo, PathView};
 use crate::time::Timestamp;
 use crate::wire::frame::encode;
@@ -40,6 +40,12 @@ fn liveness(path: &crate::path::Path) -> Duration {
 }
 
 /// A packet being built in the caller's buffer.
+/// Capacity a path needs, per packet per second that another path receives, to carry that
+/// path's ACKs: an ACK-only packet of about 80 bytes on the wire per two packets received, at
+/// most a quarter of the carrier. A 20 kbit/s path that carried the ACKs of a 100 Mbit/s one
+/// queued them for seconds, and the fast path's sender crawled at 1.3 Mbit/s (simulator).
+const ACK_CARRIER_BYTES_PER_PACKET: f64 = 160.0;
+
 pub(super) struct Builder {
     pub(super) idx: usize,
     pub(super) pn: u64,
@@ -146,6 +152,12 @@ impl Session {
         all_pending: bool,
     ) {
         for i in 0..self.paths.len() {
+            // A path's ACK rides on itself or on its carrier, never on a third path: every RTT
+            // sample of a path then sees one return route, and a slow path does not carry the
+            // ranges of a fast one (EDPF's in-flight bound and the monitor read the minimum RTT).
+            if i != b.idx && self.offload_carrier(i, now) != Some(b.idx) {
+                continue;
+            }
             if !self.write_ack_of(i, now, b, buf, all_pending, false) {
                 return;
             }
@@ -313,14 +325,25 @@ impl Session {
         if own.state == PathState::Active && own.last_sent.is_none_or(|t| now - t >= liveness(own)) {
             return (for_idx, true);
         }
-        // Offloading-ACK (seed 003): the fastest path that is known to be answering, among
-        // those that carry data (a backup or metered path carries ACKs only when no other can).
+        (self.offload_carrier(for_idx, now).unwrap_or(for_idx), false)
+    }
+
+    /// Offloading-ACK (seed 003): the path that carries `for_idx`'s ACKs — the fastest path
+    /// that is known to be answering, among those that carry data (a backup or metered path
+    /// carries ACKs only when no other can) and whose capacity carries the ACK load with room
+    /// to spare ([`ACK_CARRIER_BYTES_PER_PACKET`]). None with no active path.
+    fn offload_carrier(&self, for_idx: usize, now: Timestamp) -> Option<usize> {
+        if self.config.ack_path == AckPath::SamePath && self.paths[for_idx].state != PathState::Closed {
+            return Some(for_idx);
+        }
+        let need = self.paths[for_idx].received.packet_rate(now) * ACK_CARRIER_BYTES_PER_PACKET;
         self.paths
             .iter()
             .enumerate()
             .filter(|(_, p)| p.state == PathState::Active)
+            .filter(|(i, p)| *i == for_idx || p.capacity(now) >= need)
             .min_by_key(|(_, p)| (p.status() != PathStatusKind::Active, p.rtt.smoothed(), p.id))
-            .map_or((for_idx, false), |(i, _)| (i, false))
+            .map(|(i, _)| i)
     }
 
     fn poll_acks(&mut self, now: Timestamp, buf: &mut Vec<u8>) -> Option<Transmit> {
@@ -391,6 +414,12 @@ impl Session {
         let limits = &self.class_limits;
         let rank = |c: u8| limits.rank(now, c, &cfg.class(c));
         let retransmit = self.has_control() || self.streams.has_retransmit();
+        let room = (bytes - crate::wire::DATA_OVERHEAD).max(1) as u64;
+        let retransmit_packets = if retransmit {
+            self.streams.retransmit_bytes().div_ceil(room).min(u64::from(u32::MAX)) as u32
+        } else {
+            0
+        };
         let base = PacketInfo {
             class: 0,
             priority: 0,
@@ -400,6 +429,7 @@ impl Session {
             datagram: false,
             ahead_packets: 0,
             backlog_bytes,
+            retransmit_packets,
         };
         let stream = self.streams.next_class(rank).and_then(|c| Some((rank(c)?, c)));
         let datagram = self.datagrams.peek(rank).and_then(|d| Some((rank(d.class)?, d)));
@@ -427,15 +457,14 @@ impl Session {
     /// Views of every path for the scheduler; a packet of `bytes` may pass a full window by
     /// `overdraft` bytes.
     pub(super) fn path_views(&mut self, now: Timestamp, bytes: usize, overdraft: u64) -> Vec<PathView> {
-        // One-way delays: when acknowledgements ride on the lowest-RTT path, every path's RTT
-        // includes that path's return trip (half its RTT); otherwise each path's own.
-        let carrier = self
+        // One-way delays: a path's RTT includes the return trip of the path its ACKs come back
+        // on (half that path's minimum RTT), or half its own when they come back on itself.
+        let returns: SmallVec<[(PathId, Duration); 8]> = self
             .paths
             .iter()
             .filter(|p| p.state == PathState::Active && p.rtt.has_sample())
-            .map(|p| p.rtt.min())
-            .min();
-        let offloaded = self.config.ack_path == AckPath::LowestRtt;
+            .map(|p| (p.id, p.rtt.min()))
+            .collect();
         let admission = self.config.path_admission;
         let engaged = self.secondary_engaged(now);
         let pinned = &self.pinned;
@@ -446,9 +475,14 @@ impl Session {
                 let rate = p.capacity(now);
                 let rate = p.max_rate.map_or(rate, |cap| rate.min(cap as f64));
                 let min_rtt = p.rtt.min();
+                let carrier = p
+                    .rtt
+                    .route()
+                    .filter(|r| *r != p.id)
+                    .and_then(|r| returns.iter().find(|(id, _)| *id == r).map(|(_, rtt)| *rtt));
                 let base = match carrier {
-                    Some(c) if offloaded => min_rtt.saturating_sub(c / 2).max(c / 2),
-                    _ => min_rtt / 2,
+                    Some(c) => min_rtt.saturating_sub(c / 2).max(c / 2),
+                    None => min_rtt / 2,
                 };
                 // What stands in the bottleneck queue: bytes in flight beyond the path's
                 // bandwidth-delay product, drained at its rate.

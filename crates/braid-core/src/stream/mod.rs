@@ -543,6 +543,11 @@ impl Streams {
             .any(|s| s.send.has_sendable(credit) || s.announce)
     }
 
+    /// Bytes queued for retransmission over all streams.
+    pub fn retransmit_bytes(&self) -> u64 {
+        self.send_queue.iter().filter_map(|id| self.streams.get(id)).map(|s| s.send.retransmit_bytes()).sum()
+    }
+
     /// True when some stream has retransmissions queued.
     pub fn has_retransmit(&self) -> bool {
         self.send_queue.iter().filter_map(|id| self.streams.get(id)).any(|s| s.send.has_retransmit())

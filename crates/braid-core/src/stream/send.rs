@@ -106,6 +106,14 @@ impl SendStream {
             || (self.fin_pending && self.next_new == self.write_offset)
     }
 
+    /// Bytes queued for retransmission.
+    pub fn retransmit_bytes(&self) -> u64 {
+        if self.reset.is_some() {
+            return 0;
+        }
+        self.retransmit.iter().map(|r| r.end - r.start).sum()
+    }
+
     /// True when retransmissions are queued.
     pub fn has_retransmit(&self) -> bool {
         self.reset.is_none() && !self.retransmit.is_empty()
