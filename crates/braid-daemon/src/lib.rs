@@ -15,6 +15,7 @@ pub mod control;
 pub mod driver;
 pub mod egress;
 pub mod error;
+pub mod exposition;
 pub mod frontend;
 pub mod keyfile;
 pub mod linkpick;

@@ -1,5 +1,6 @@
-//! Prometheus text exposition (format 0.0.4) of the status document: per-path gauges and
-//! counters, streams and drops per session, and the client's front-end counters.
+//! Prometheus text of the status document (OpenMetrics, through [`crate::exposition`]):
+//! per-path gauges and counters, streams and drops per session, and the client's front-end
+//! counters.
 //!
 //! Labels name what outlives a session, so that a series goes on across reconnects: `peer`
 //! is the client's name on a server (one session per client key) and the server's address on
@@ -9,180 +10,179 @@
 //! state, 1 for the current one) rather than a label that would start a new series at each
 //! change.
 
-use crate::status::{PathStatus, Status};
-use std::fmt::Write;
+use crate::exposition::{self, Families, Labels};
+use crate::status::{PathStatus, SessionStatus, Status};
+use std::fmt;
 
 /// Every state a path can be in, as the status names them.
 pub const PATH_STATES: [&str; 7] = ["probing", "active", "secondary", "standby", "backup", "suspect", "down"];
 
-/// `peer="…",link="…"`: what identifies a path's series across reconnects.
-fn path_labels(peer: &str, p: &PathStatus) -> String {
-    format!("peer=\"{}\",link=\"{}\"", escape(peer), escape(p.link.as_deref().unwrap_or(&p.remote)))
+/// `peer`, `link`: what identifies a path's series across reconnects.
+fn path_labels(peer: &str, p: &PathStatus) -> Labels {
+    vec![("peer", peer.to_string()), ("link", p.link.clone().unwrap_or_else(|| p.remote.clone()))]
 }
 
-/// The client's links: usage in the current period by direction, the data cap and whether
-/// it is reached.
-fn links(o: &mut String, st: &Status) {
-    if st.links.is_empty() {
-        return;
-    }
-    let _ = writeln!(o, "# HELP braid_link_bytes Bytes a link carried in its current period (IP packets; starts afresh when the cap's period does).\n# TYPE braid_link_bytes gauge");
-    for l in &st.links {
-        let name = escape(&l.name);
-        let _ = writeln!(o, "braid_link_bytes{{link=\"{name}\",direction=\"sent\"}} {}", l.usage.sent_bytes);
-        let _ = writeln!(
-            o,
-            "braid_link_bytes{{link=\"{name}\",direction=\"received\"}} {}",
-            l.usage.received_bytes
-        );
-    }
-    let _ = writeln!(
-        o,
-        "# HELP braid_link_cap_bytes A link's data cap per period.\n# TYPE braid_link_cap_bytes gauge"
-    );
-    for l in &st.links {
-        if let Some(c) = &l.cap {
-            let _ = writeln!(
-                o,
-                "braid_link_cap_bytes{{link=\"{}\",period=\"{}\"}} {}",
-                escape(&l.name),
-                c.period,
-                c.bytes
-            );
-        }
-    }
-    let _ = writeln!(o, "# HELP braid_link_cap_reached 1 while a link's cap is reached and its action is in force.\n# TYPE braid_link_cap_reached gauge");
-    for l in &st.links {
-        if let Some(c) = &l.cap {
-            let _ =
-                writeln!(o, "braid_link_cap_reached{{link=\"{}\"}} {}", escape(&l.name), u8::from(c.reached));
-        }
-    }
+/// Every path of every session, with its session.
+fn paths(st: &Status) -> impl Iterator<Item = (&SessionStatus, &PathStatus)> {
+    st.sessions.iter().flat_map(|s| s.paths.iter().map(move |p| (s, p)))
 }
 
-/// A label value with `\`, `"` and newlines escaped (the exposition format's rules).
-fn escape(v: &str) -> String {
-    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
-}
-
-/// Prometheus text exposition of the document.
+/// Prometheus text of the document.
 pub fn prometheus(st: &Status) -> String {
-    let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "# HELP braid_uptime_seconds Seconds since the daemon started.\n# TYPE braid_uptime_seconds gauge"
-    );
-    let _ = writeln!(o, "braid_uptime_seconds{{role=\"{}\"}} {:.3}", st.role, st.uptime_s);
-    let _ = writeln!(
-        o,
-        "# HELP braid_sessions Sessions.\n# TYPE braid_sessions gauge\nbraid_sessions {}",
-        st.sessions.len()
-    );
-    let _ = writeln!(o, "# HELP braid_session_info A session: its id (new at each reconnect), scheduler and cipher.\n# TYPE braid_session_info gauge");
-    for s in &st.sessions {
-        let _ = writeln!(
-            o,
-            "braid_session_info{{peer=\"{}\",session=\"{}\",scheduler=\"{}\",cipher=\"{}\"}} 1",
-            escape(&s.peer),
-            s.id,
-            s.scheduler,
-            s.cipher
-        );
-    }
-    let _ = writeln!(o, "# HELP braid_path_state The state of a path (1 for the current state).\n# TYPE braid_path_state gauge");
-    for s in &st.sessions {
-        for p in &s.paths {
-            for state in PATH_STATES {
-                let _ = writeln!(
-                    o,
-                    "braid_path_state{{{},state=\"{state}\"}} {}",
-                    path_labels(&s.peer, p),
-                    u8::from(p.state == state)
-                );
-            }
-        }
-    }
-    type Metric = (&'static str, &'static str, &'static str, fn(&PathStatus) -> f64);
-    let metrics: [Metric; 11] = [
-        ("braid_path_rtt_seconds", "gauge", "Smoothed RTT of a path.", |p| p.rtt_ms / 1e3),
-        ("braid_path_cwnd_bytes", "gauge", "Congestion window of a path.", |p| p.cwnd as f64),
-        ("braid_path_send_bits_per_second", "gauge", "Sending rate of a path.", |p| p.send_bps),
-        ("braid_path_receive_bits_per_second", "gauge", "Receiving rate of a path.", |p| p.recv_bps),
-        (
-            "braid_path_goodput_bits_per_second",
-            "gauge",
-            "New stream bytes a path delivered, per second.",
-            |p| p.goodput_bps,
-        ),
-        ("braid_path_loss_ratio", "gauge", "Smoothed loss of a path.", |p| p.loss),
-        ("braid_path_sent_bytes_total", "counter", "Bytes sent on a path.", |p| p.bytes_sent as f64),
-        ("braid_path_received_bytes_total", "counter", "Bytes received on a path.", |p| {
-            p.bytes_received as f64
+    exposition::render(st.clone(), families)
+}
+
+fn families(st: &Status, o: &mut Families<'_>) -> fmt::Result {
+    o.gauge(
+        "braid_uptime_seconds",
+        "Seconds since the daemon started.",
+        [(vec![("role", st.role.clone())], st.uptime_s)],
+    )?;
+    o.gauge1("braid_sessions", "Sessions.", st.sessions.len() as u64)?;
+    o.gauge(
+        "braid_session_info",
+        "A session: its id (new at each reconnect), scheduler and cipher.",
+        st.sessions.iter().map(|s| {
+            let labels = vec![
+                ("peer", s.peer.clone()),
+                ("session", s.id.clone()),
+                ("scheduler", s.scheduler.clone()),
+                ("cipher", s.cipher.clone()),
+            ];
+            (labels, 1u64)
         }),
-        ("braid_path_lost_packets_total", "counter", "Packets lost on a path.", |p| p.packets_lost as f64),
-        ("braid_path_blackouts_total", "counter", "Times a path went silent.", |p| p.blackouts as f64),
-        ("braid_path_mtu_bytes", "gauge", "Largest UDP payload a path carries now.", |p| p.mtu as f64),
+    )?;
+    o.gauge(
+        "braid_path_state",
+        "The state of a path (1 for the current state).",
+        paths(st).flat_map(|(s, p)| {
+            PATH_STATES.iter().map(move |&state| {
+                let mut labels = path_labels(&s.peer, p);
+                labels.push(("state", state.to_string()));
+                (labels, u64::from(p.state == state))
+            })
+        }),
+    )?;
+    type Gauge = (&'static str, &'static str, fn(&PathStatus) -> f64);
+    let gauges: [Gauge; 5] = [
+        ("braid_path_rtt_seconds", "Smoothed RTT of a path.", |p| p.rtt_ms / 1e3),
+        ("braid_path_send_bits_per_second", "Sending rate of a path.", |p| p.send_bps),
+        ("braid_path_receive_bits_per_second", "Receiving rate of a path.", |p| p.recv_bps),
+        ("braid_path_goodput_bits_per_second", "New stream bytes a path delivered, per second.", |p| {
+            p.goodput_bps
+        }),
+        ("braid_path_loss_ratio", "Smoothed loss of a path.", |p| p.loss),
     ];
-    for (name, kind, help, f) in metrics {
-        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}");
-        for s in &st.sessions {
-            for p in &s.paths {
-                let _ = writeln!(o, "{name}{{{}}} {}", path_labels(&s.peer, p), f(p));
-            }
-        }
+    for (name, help, f) in gauges {
+        o.gauge(name, help, paths(st).map(|(s, p)| (path_labels(&s.peer, p), f(p))))?;
     }
-    let _ = writeln!(o, "# HELP braid_key_phase Generation of a session's packet keys (key updates so far).\n# TYPE braid_key_phase gauge");
-    for s in &st.sessions {
-        let _ = writeln!(o, "braid_key_phase{{peer=\"{}\"}} {}", escape(&s.peer), s.key_phase);
+    type Bytes = (&'static str, &'static str, fn(&PathStatus) -> u64);
+    let bytes: [Bytes; 2] = [
+        ("braid_path_cwnd_bytes", "Congestion window of a path.", |p| p.cwnd),
+        ("braid_path_mtu_bytes", "Largest UDP payload a path carries now.", |p| p.mtu as u64),
+    ];
+    for (name, help, f) in bytes {
+        o.gauge(name, help, paths(st).map(|(s, p)| (path_labels(&s.peer, p), f(p))))?;
     }
-    let _ = writeln!(o, "# HELP braid_endpoint_replies_total Answers to unauthenticated packets, by kind.\n# TYPE braid_endpoint_replies_total counter");
-    for (k, n) in &st.endpoint_replies {
-        let _ = writeln!(o, "braid_endpoint_replies_total{{kind=\"{k}\"}} {n}");
+    type Counter = (&'static str, &'static str, fn(&PathStatus) -> u64);
+    let counters: [Counter; 4] = [
+        ("braid_path_sent_bytes", "Bytes sent on a path.", |p| p.bytes_sent),
+        ("braid_path_received_bytes", "Bytes received on a path.", |p| p.bytes_received),
+        ("braid_path_lost_packets", "Packets lost on a path.", |p| p.packets_lost),
+        ("braid_path_blackouts", "Times a path went silent.", |p| p.blackouts),
+    ];
+    for (name, help, f) in counters {
+        o.counter(name, help, paths(st).map(|(s, p)| (path_labels(&s.peer, p), f(p))))?;
     }
-    let _ = writeln!(o, "# HELP braid_handshakes_in_progress Handshakes waiting for their public-key work.\n# TYPE braid_handshakes_in_progress gauge\nbraid_handshakes_in_progress {}", st.handshakes_in_progress);
-    let _ = writeln!(o, "# HELP braid_streams Open streams.\n# TYPE braid_streams gauge");
-    for s in &st.sessions {
-        let _ = writeln!(o, "braid_streams{{peer=\"{}\"}} {}", escape(&s.peer), s.streams);
-    }
-    let _ = writeln!(o, "# HELP braid_dropped_datagrams_total Received datagrams dropped, by reason.\n# TYPE braid_dropped_datagrams_total counter");
-    for (r, n) in &st.endpoint_dropped {
-        let _ = writeln!(o, "braid_dropped_datagrams_total{{scope=\"endpoint\",reason=\"{r}\"}} {n}");
-    }
-    for s in &st.sessions {
-        for (r, n) in &s.dropped {
-            let _ = writeln!(
-                o,
-                "braid_dropped_datagrams_total{{scope=\"session\",peer=\"{}\",reason=\"{r}\"}} {n}",
-                escape(&s.peer)
-            );
-        }
-    }
+    let peer = |s: &SessionStatus| vec![("peer", s.peer.clone())];
+    o.gauge(
+        "braid_key_phase",
+        "Generation of a session's packet keys (key updates so far).",
+        st.sessions.iter().map(|s| (peer(s), s.key_phase)),
+    )?;
+    o.counter(
+        "braid_endpoint_replies",
+        "Answers to unauthenticated packets, by kind.",
+        st.endpoint_replies.iter().map(|(k, n)| (vec![("kind", k.clone())], *n)),
+    )?;
+    o.gauge1(
+        "braid_handshakes_in_progress",
+        "Handshakes waiting for their public-key work.",
+        st.handshakes_in_progress as u64,
+    )?;
+    o.gauge("braid_streams", "Open streams.", st.sessions.iter().map(|s| (peer(s), s.streams as u64)))?;
+    let endpoint = st
+        .endpoint_dropped
+        .iter()
+        .map(|(r, n)| (vec![("scope", "endpoint".to_string()), ("reason", r.clone())], *n));
+    let sessions = st.sessions.iter().flat_map(|s| {
+        s.dropped.iter().map(|(r, n)| {
+            (vec![("scope", "session".to_string()), ("peer", s.peer.clone()), ("reason", r.clone())], *n)
+        })
+    });
+    o.counter("braid_dropped_datagrams", "Received datagrams dropped, by reason.", endpoint.chain(sessions))?;
     if let Some(f) = &st.frontend {
-        let gauges = [
-            (
-                "braid_frontend_connections",
-                "Front-end connections open (SOCKS5 and forwards).",
-                f.connections as u64,
-            ),
-            ("braid_frontend_max_connections", "The cap on front-end connections.", f.max_connections as u64),
-            ("braid_frontend_udp_associations", "UDP associations open.", f.udp_associations as u64),
-        ];
-        for (name, help, v) in gauges {
-            let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
-        }
-        let _ = writeln!(o, "# HELP braid_frontend_refused_total Front-end connections and UDP associations refused, by reason.\n# TYPE braid_frontend_refused_total counter");
-        for (reason, n) in [
+        o.gauge1(
+            "braid_frontend_connections",
+            "Front-end connections open (SOCKS5 and forwards).",
+            f.connections as u64,
+        )?;
+        o.gauge1(
+            "braid_frontend_max_connections",
+            "The cap on front-end connections.",
+            f.max_connections as u64,
+        )?;
+        o.gauge1("braid_frontend_udp_associations", "UDP associations open.", f.udp_associations as u64)?;
+        let refused = [
             ("cap", f.refused),
             ("evicted_while_greeting", f.evicted),
             ("greeting_timeout", f.greeting_timeouts),
             ("udp_association_refused", f.udp_refused),
-        ] {
-            let _ = writeln!(o, "braid_frontend_refused_total{{reason=\"{reason}\"}} {n}");
-        }
-        let _ = writeln!(o, "# HELP braid_frontend_accept_errors_total Failed accepts.\n# TYPE braid_frontend_accept_errors_total counter\nbraid_frontend_accept_errors_total {}", f.accept_errors);
+        ];
+        o.counter(
+            "braid_frontend_refused",
+            "Front-end connections and UDP associations refused, by reason.",
+            refused.map(|(r, n)| (vec![("reason", r.to_string())], n)),
+        )?;
+        o.counter1("braid_frontend_accept_errors", "Failed accepts.", f.accept_errors)?;
     }
-    links(&mut o, st);
-    o
+    links(st, o)
+}
+
+/// The client's links: usage in the current period by direction, the data cap and whether
+/// it is reached.
+fn links(st: &Status, o: &mut Families<'_>) -> fmt::Result {
+    if st.links.is_empty() {
+        return Ok(());
+    }
+    let link = |name: &str| vec![("link", name.to_string())];
+    o.gauge(
+        "braid_link_bytes",
+        "Bytes a link carried in its current period (IP packets; starts afresh when the cap's period does).",
+        st.links.iter().flat_map(|l| {
+            [("sent", l.usage.sent_bytes), ("received", l.usage.received_bytes)].map(|(d, n)| {
+                let mut labels = link(&l.name);
+                labels.push(("direction", d.to_string()));
+                (labels, n)
+            })
+        }),
+    )?;
+    let capped = || st.links.iter().filter_map(|l| l.cap.as_ref().map(|c| (l, c)));
+    o.gauge(
+        "braid_link_cap_bytes",
+        "A link's data cap per period.",
+        capped().map(|(l, c)| {
+            let mut labels = link(&l.name);
+            labels.push(("period", c.period.to_string()));
+            (labels, c.bytes)
+        }),
+    )?;
+    o.gauge(
+        "braid_link_cap_reached",
+        "1 while a link's cap is reached and its action is in force.",
+        capped().map(|(l, c)| (link(&l.name), u64::from(c.reached))),
+    )?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -277,6 +277,34 @@ mod tests {
         for line in before.lines().filter(|l| l.starts_with("braid_path_")) {
             assert!(!line.contains("session=") && !line.contains("path="), "{line}");
         }
-        assert_eq!(escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    }
+
+    /// Label values are escaped by the exposition (a client's name is the operator's text);
+    /// counters carry no `state` label, so a state change never splits their series.
+    #[test]
+    fn label_values_are_escaped_and_counters_have_no_state_label() {
+        let st = Status {
+            role: "server".into(),
+            sessions: vec![SessionStatus {
+                peer: "a\"b\\c\nd".into(),
+                paths: vec![PathStatus {
+                    link: Some("wg0".into()),
+                    state: "active".into(),
+                    ..PathStatus::default()
+                }],
+                ..SessionStatus::default()
+            }],
+            ..Status::default()
+        };
+        let text = prometheus(&st);
+        assert!(text.contains("braid_streams{peer=\"a\\\"b\\\\c\\nd\"} 0"), "{text}");
+        assert_eq!(text.lines().filter(|l| l.starts_with("braid_streams")).count(), 1, "{text}");
+        assert!(text.ends_with("# EOF\n"), "{text}");
+        let counters: Vec<&str> =
+            text.lines().filter(|l| l.starts_with("# TYPE") && l.ends_with(" counter")).collect();
+        assert!(counters.len() >= 5, "{counters:?}");
+        for line in text.lines().filter(|l| l.contains("_total")) {
+            assert!(!line.contains("state="), "{line}");
+        }
     }
 }

@@ -452,7 +452,7 @@ pub async fn serve(
         .route(
             "/metrics",
             get(|State(b): State<StatusBoard>| async move {
-                ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], prometheus(&b.snapshot()))
+                ([(header::CONTENT_TYPE, crate::exposition::CONTENT_TYPE)], prometheus(&b.snapshot()))
                     .into_response()
             }),
         )

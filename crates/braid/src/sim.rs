@@ -182,18 +182,14 @@ fn parse_ack_path(s: &str) -> Result<AckPath, String> {
     }
 }
 
-/// Sizes such as `50MB`, `1.5GB`, `700kB`, `1000`.
+/// Sizes such as `50MB`, `1.5GB`, `700kB` ([`braid_core::units::parse_bytes`]), or a bare
+/// number of bytes.
 pub fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let (num, mult) = [("GB", 1e9), ("MB", 1e6), ("kB", 1e3), ("KB", 1e3), ("B", 1.0)]
-        .iter()
-        .find_map(|(u, m)| t.strip_suffix(u).map(|n| (n, *m)))
-        .unwrap_or((t, 1.0));
-    let v: f64 = num.trim().parse().map_err(|_| format!("'{s}' is not a size (e.g. 50MB)"))?;
-    if v <= 0.0 || !v.is_finite() {
-        return Err(format!("size '{s}' must be positive"));
+    match s.trim().parse::<u64>() {
+        Ok(0) => Err(format!("size '{s}' must be positive")),
+        Ok(n) => Ok(n),
+        Err(_) => braid_core::units::parse_bytes(s),
     }
-    Ok((v * mult) as u64)
 }
 
 fn parse_event(s: &str, what: &str, links: usize) -> anyhow::Result<(usize, Duration)> {

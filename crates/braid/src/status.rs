@@ -10,8 +10,7 @@ use braid_daemon::share::{is_neighbour_label, VIA};
 use braid_daemon::status::Status;
 use clap::Args;
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -47,18 +46,18 @@ pub struct StatusArgs {
     token_file: Option<PathBuf>,
 }
 
-/// One plain HTTP/1.0 exchange with the status API; the answer's status code and body.
-fn exchange(addr: SocketAddr, request: &str) -> Result<(u16, String), String> {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).map_err(|e| {
-        format!("cannot reach a braid daemon at {addr}: {e} (is it running with --status {addr}?)")
+/// One exchange with the status API (through [`braid_http`]); the answer's status code and
+/// body.
+fn exchange(addr: SocketAddr, req: braid_http::Request<'_>) -> Result<(u16, String), String> {
+    let stream = braid_http::connect(addr, Duration::from_secs(2)).map_err(|e| match e {
+        braid_http::Error::Connect { source, .. } => {
+            format!("cannot reach a braid daemon at {addr}: {source} (is it running with --status {addr}?)")
+        }
+        e => e.to_string(),
     })?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).map_err(|e| e.to_string())?;
-    s.write_all(request.as_bytes()).map_err(|e| e.to_string())?;
-    let mut answer = String::new();
-    s.read_to_string(&mut answer).map_err(|e| e.to_string())?;
-    let (head, body) = answer.split_once("\r\n\r\n").ok_or("malformed HTTP answer")?;
-    let code = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).ok_or("malformed HTTP answer")?;
-    Ok((code, body.to_string()))
+    let answer =
+        braid_http::exchange(stream, addr, req, Duration::from_secs(5)).map_err(|e| e.to_string())?;
+    Ok((answer.status, answer.body))
 }
 
 /// The control token of the daemon at `addr`: from `file`, or the first of the places the
@@ -93,11 +92,7 @@ pub fn find_token(addr: SocketAddr, file: Option<&Path>) -> Result<String, Strin
 /// when it refuses the change or the token.
 fn post(addr: SocketAddr, path: &str, body: &str, token_file: Option<&Path>) -> Result<String, (u8, String)> {
     let token = find_token(addr, token_file).map_err(|e| (1, e))?;
-    let request = format!(
-        "POST {path} HTTP/1.0\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    match exchange(addr, &request).map_err(|e| (1, e))? {
+    match exchange(addr, braid_http::Request::post(path, body, &token)).map_err(|e| (1, e))? {
         (200, body) => Ok(body.trim().to_string()),
         (_, body) => Err((2, body.trim().to_string())),
     }
@@ -147,9 +142,9 @@ impl Document {
     }
 }
 
-/// Fetches `/status` with a plain HTTP/1.0 request.
+/// Fetches `/status`.
 pub fn fetch(addr: SocketAddr) -> Result<Document, String> {
-    match exchange(addr, &format!("GET /status HTTP/1.0\r\nHost: {addr}\r\n\r\n"))? {
+    match exchange(addr, braid_http::Request::get("/status"))? {
         (200, json) => Document::parse(&json),
         (code, _) => Err(format!("{addr} answered HTTP {code} to GET /status: not a braid status API")),
     }

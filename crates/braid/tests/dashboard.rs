@@ -90,12 +90,8 @@ fn key(dir: &Path, name: &str) -> (String, String) {
 }
 
 fn established(status: SocketAddr) -> bool {
-    let Ok(mut s) = TcpStream::connect_timeout(&status, Duration::from_millis(200)) else { return false };
-    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-    let _ = s.write_all(format!("GET /status HTTP/1.0\r\nHost: {status}\r\n\r\n").as_bytes());
-    let mut t = String::new();
-    let _ = s.read_to_string(&mut t);
-    t.contains("\"established\":true")
+    braid_http::get_ok(status, "/status", Duration::from_secs(2))
+        .is_ok_and(|t| t.contains("\"established\":true"))
 }
 
 /// Loads the page in headless Chromium, lets its polls run for `virtual_ms` of page time, and

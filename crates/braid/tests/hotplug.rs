@@ -33,16 +33,9 @@ impl Drop for Lab {
 
 fn status(ns: &str) -> serde_json::Value {
     in_netns(ns, || {
-        let Ok(mut s) =
-            TcpStream::connect_timeout(&"127.0.0.1:7590".parse().unwrap(), Duration::from_secs(1))
-        else {
-            return serde_json::Value::Null;
-        };
-        let _ = s.write_all(b"GET /status HTTP/1.0\r\n\r\n");
-        let mut body = String::new();
-        let _ = s.read_to_string(&mut body);
-        body.split_once("\r\n\r\n")
-            .and_then(|(_, b)| serde_json::from_str(b).ok())
+        braid_http::get_ok("127.0.0.1:7590".parse().unwrap(), "/status", Duration::from_secs(1))
+            .ok()
+            .and_then(|b| serde_json::from_str(&b).ok())
             .unwrap_or(serde_json::Value::Null)
     })
     .join()

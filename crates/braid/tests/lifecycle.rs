@@ -166,12 +166,7 @@ fn wait_for(limit: Duration, mut ok: impl FnMut() -> bool) -> Duration {
 
 /// The daemon's status document, if it answers.
 fn status(addr: SocketAddr) -> Option<serde_json::Value> {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_millis(200)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-    s.write_all(format!("GET /status HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes()).ok()?;
-    let mut text = String::new();
-    s.read_to_string(&mut text).ok()?;
-    serde_json::from_str(text.split_once("\r\n\r\n")?.1).ok()
+    serde_json::from_str(&braid_http::get_ok(addr, "/status", Duration::from_secs(2)).ok()?).ok()
 }
 
 fn sessions(addr: SocketAddr) -> Option<usize> {

@@ -126,12 +126,7 @@ fn addr(port: u16) -> SocketAddr {
 
 /// The daemon's status document, if it answers.
 fn status(addr: SocketAddr) -> Option<serde_json::Value> {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_millis(200)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-    s.write_all(format!("GET /status HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes()).ok()?;
-    let mut t = String::new();
-    s.read_to_string(&mut t).ok()?;
-    serde_json::from_str(t.split_once("\r\n\r\n")?.1).ok()
+    serde_json::from_str(&braid_http::get_ok(addr, "/status", Duration::from_secs(2)).ok()?).ok()
 }
 
 /// Waits until the status at `addr` shows an established session; returns the document.

@@ -2,8 +2,7 @@
 //! good one serves its status (which `braid status` prints as the sharer's table), keeps its
 //! members' usage in its `usage_file` and stops cleanly on SIGTERM.
 
-use std::io::{Read, Write};
-use std::net::{TcpStream, UdpSocket};
+use std::net::UdpSocket;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -90,16 +89,14 @@ fn bad_files_are_refused_with_a_reason_and_a_good_one_serves_until_sigterm() {
     );
     let end = Instant::now() + Duration::from_secs(10);
     let body = loop {
-        if let Ok(mut s) = TcpStream::connect(("127.0.0.1", status)) {
-            s.write_all(b"GET /status HTTP/1.0\r\n\r\n").unwrap();
-            let mut b = String::new();
-            let _ = s.read_to_string(&mut b);
+        if let Ok(b) = braid_http::get_ok(([127, 0, 0, 1], status).into(), "/status", Duration::from_secs(2))
+        {
             break b;
         }
         assert!(Instant::now() < end, "no status port");
         std::thread::sleep(Duration::from_millis(50));
     };
-    let json: serde_json::Value = serde_json::from_str(body.split_once("\r\n\r\n").unwrap().1).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(json["name"], "cli");
     assert_eq!(json["members"][0]["name"], "m");
     assert_eq!(json["members"][0]["daily_cap"], 1_000_000_000u64);

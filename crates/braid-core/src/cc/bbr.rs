@@ -395,3 +395,6 @@ impl Controller for Bbr {
         "bbr"
     }
 }
+
+#[cfg(test)]
+mod tests;

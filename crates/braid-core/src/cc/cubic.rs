@@ -145,3 +145,6 @@ impl Controller for Cubic {
         "cubic"
     }
 }
+
+#[cfg(test)]
+mod tests;

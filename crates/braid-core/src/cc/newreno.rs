@@ -88,3 +88,6 @@ impl Controller for NewReno {
         "newreno"
     }
 }
+
+#[cfg(test)]
+mod tests;

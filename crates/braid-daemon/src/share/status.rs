@@ -5,13 +5,13 @@
 use super::config::OwnerPriority;
 use super::members::MemberStatus;
 use super::relay::{RelayStatus, Shared};
+use crate::exposition::Families;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
-use std::fmt::Write;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -105,60 +105,59 @@ pub fn snapshot(s: &Shared) -> ShareStatus {
     }
 }
 
-/// A label value in Prometheus text: backslash, quote and newline escaped.
-fn label(v: &str) -> String {
-    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+/// Prometheus text of the status (OpenMetrics, through [`crate::exposition`]).
+pub fn metrics(st: &ShareStatus) -> String {
+    crate::exposition::render(st.clone(), families)
 }
 
-/// Prometheus text of the status.
-pub fn metrics(st: &ShareStatus) -> String {
-    let mut o = String::new();
-    let _ = writeln!(o, "# TYPE braid_share_member_bytes_total counter");
-    for m in &st.members {
-        let _ = writeln!(
-            o,
-            "braid_share_member_bytes_total{{member=\"{}\",direction=\"up\"}} {}",
-            label(&m.name),
-            m.up_bytes
-        );
-        let _ = writeln!(
-            o,
-            "braid_share_member_bytes_total{{member=\"{}\",direction=\"down\"}} {}",
-            label(&m.name),
-            m.down_bytes
-        );
-    }
-    let _ = writeln!(o, "# TYPE braid_share_member_dropped_total counter");
-    for m in &st.members {
-        let _ =
-            writeln!(o, "braid_share_member_dropped_total{{member=\"{}\"}} {}", label(&m.name), m.dropped);
-    }
-    let _ = writeln!(o, "# TYPE braid_share_member_rate_bytes gauge");
-    for m in &st.members {
-        let _ = writeln!(o, "braid_share_member_rate_bytes{{member=\"{}\"}} {}", label(&m.name), m.rate);
-    }
-    let _ = writeln!(o, "# TYPE braid_share_member_cap_used_ratio gauge");
-    for m in &st.members {
-        let used = [(m.today, m.daily_cap), (m.this_month, m.monthly_cap)]
-            .iter()
-            .filter_map(|(u, c)| c.map(|c| *u as f64 / c.max(1) as f64))
-            .fold(0.0f64, f64::max);
-        let _ = writeln!(o, "braid_share_member_cap_used_ratio{{member=\"{}\"}} {used}", label(&m.name));
-    }
-    let _ = writeln!(o, "# TYPE braid_share_relays gauge\nbraid_share_relays {}", st.relays.len());
+fn families(st: &ShareStatus, o: &mut Families<'_>) -> std::fmt::Result {
+    let member = |m: &MemberStatus| vec![("member", m.name.clone())];
+    o.counter(
+        "braid_share_member_bytes",
+        "Bytes relayed for a member, by direction.",
+        st.members.iter().flat_map(|m| {
+            [("up", m.up_bytes), ("down", m.down_bytes)].map(|(d, n)| {
+                let mut labels = member(m);
+                labels.push(("direction", d.to_string()));
+                (labels, n)
+            })
+        }),
+    )?;
+    o.counter(
+        "braid_share_member_dropped",
+        "A member's datagrams dropped by the rate limit or a cap.",
+        st.members.iter().map(|m| (member(m), m.dropped)),
+    )?;
+    o.gauge(
+        "braid_share_member_rate_bytes",
+        "Bytes per second relayed for a member, both directions, over the last second.",
+        st.members.iter().map(|m| (member(m), m.rate)),
+    )?;
+    o.gauge(
+        "braid_share_member_cap_used_ratio",
+        "The larger of a member's daily and monthly cap used.",
+        st.members.iter().map(|m| {
+            let used = [(m.today, m.daily_cap), (m.this_month, m.monthly_cap)]
+                .iter()
+                .filter_map(|(u, c)| c.map(|c| *u as f64 / c.max(1) as f64))
+                .fold(0.0f64, f64::max);
+            (member(m), used)
+        }),
+    )?;
+    o.gauge1("braid_share_relays", "Relays open.", st.relays.len() as u64)?;
     if let Some(r) = st.owner_rate {
-        let _ = writeln!(o, "# TYPE braid_share_owner_rate_bytes gauge\nbraid_share_owner_rate_bytes {r}");
+        o.gauge1("braid_share_owner_rate_bytes", "The owner's own rate in bytes per second.", r)?;
     }
-    for (name, v) in [
-        ("strangers_dropped", st.strangers_dropped),
-        ("malformed", st.malformed),
-        ("unopened", st.unopened),
-        ("refused", st.refused),
-        ("granted", st.granted),
+    for (name, help, v) in [
+        ("strangers_dropped", "Datagrams from addresses without a relay, dropped.", st.strangers_dropped),
+        ("malformed", "Allocation messages malformed or with a bad MAC.", st.malformed),
+        ("unopened", "Allocation messages that did not open or were over the handshake rate.", st.unopened),
+        ("refused", "Allocations refused.", st.refused),
+        ("granted", "Allocations granted.", st.granted),
     ] {
-        let _ = writeln!(o, "# TYPE braid_share_{name}_total counter\nbraid_share_{name}_total {v}");
+        o.counter1(&format!("braid_share_{name}"), help, v)?;
     }
-    o
+    Ok(())
 }
 
 /// Serves `/status` and `/metrics` on `addr`.
@@ -168,7 +167,7 @@ pub async fn serve(addr: SocketAddr, shared: Arc<Shared>) -> std::io::Result<(So
         .route(
             "/metrics",
             get(|State(s): State<Arc<Shared>>| async move {
-                ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], metrics(&snapshot(&s)))
+                ([(header::CONTENT_TYPE, crate::exposition::CONTENT_TYPE)], metrics(&snapshot(&s)))
                     .into_response()
             }),
         )
@@ -183,8 +182,41 @@ pub async fn serve(addr: SocketAddr, shared: Arc<Shared>) -> std::io::Result<(So
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
-    fn label_values_are_escaped() {
-        assert_eq!(super::label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    fn metrics_escape_member_names_and_keep_their_names() {
+        let st: ShareStatus = serde_json::from_str(
+            r#"{"role": "sharer", "name": "n", "key": "k", "listen": "10.0.0.1:7400", "servers": [],
+            "members": [], "relays": [], "members_rate_limit": null, "owner_rate": null,
+            "strangers_dropped": 4, "malformed": 0, "unopened": 0, "refused": 0, "granted": 3}"#,
+        )
+        .unwrap();
+        let member = MemberStatus {
+            name: "a\"b\\c\nd".into(),
+            key: "k".into(),
+            up_bytes: 10,
+            down_bytes: 20,
+            dropped: 1,
+            rate_limit: None,
+            today: 50,
+            daily_cap: Some(100),
+            this_month: 50,
+            monthly_cap: None,
+            capped: false,
+            rate: 7,
+            state: "relaying".into(),
+        };
+        let text = metrics(&ShareStatus { members: vec![member], ..st });
+        let name = r#"member="a\"b\\c\nd""#;
+        assert!(
+            text.contains(&format!("braid_share_member_bytes_total{{{name},direction=\"down\"}} 20")),
+            "{text}"
+        );
+        assert!(text.contains(&format!("braid_share_member_cap_used_ratio{{{name}}} 0.5")), "{text}");
+        assert!(text.contains("# TYPE braid_share_strangers_dropped counter\n"), "{text}");
+        assert!(text.contains("\nbraid_share_strangers_dropped_total 4\n"), "{text}");
+        assert!(text.contains("\nbraid_share_relays 0\n"), "{text}");
+        assert!(text.ends_with("# EOF\n"), "{text}");
     }
 }

@@ -1,89 +1,36 @@
-//! Parsing and printing of the units a scenario file uses: rates (`20mbit`), durations
-//! (`5ms`, `10s`) and percentages (`1%` or a bare number of percent).
+//! The units of a scenario file: parsed by the one parser in `braid_core::units` (so a rate
+//! means in the lab what it means in the simulator), with the lab's ranges on top, and the
+//! lab's compact printing (`20mbit`, `5ms`).
 
 use std::time::Duration;
 
-/// Parses a rate in bits per second, tc style: `bit`, `kbit`, `mbit`, `gbit` (powers of 1000),
-/// case-insensitive, with an optional fractional part (`1.5mbit`).
+pub use braid_core::units::{check_percent, format_rate};
+
+/// A rate in bits per second ([`braid_core::units::parse_rate`]) between 1kbit and 10gbit,
+/// what the lab's forwarder can shape.
 pub fn parse_rate(text: &str) -> Result<u64, String> {
-    let t = text.trim().to_ascii_lowercase();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .ok_or_else(|| format!("rate {text:?} has no unit (write e.g. \"20mbit\")"))?;
-    let (num, unit) = t.split_at(split);
-    let value: f64 = num.parse().map_err(|_| format!("rate {text:?}: {num:?} is not a number"))?;
-    let scale = match unit.trim() {
-        "bit" | "bps" => 1.0,
-        "kbit" => 1e3,
-        "mbit" => 1e6,
-        "gbit" => 1e9,
-        "mbps" | "kbps" | "gbps" => {
-            return Err(format!(
-                "rate {text:?}: {unit:?} is ambiguous (bytes or bits?); write kbit, mbit or gbit"
-            ))
-        }
-        other => return Err(format!("rate {text:?}: unknown unit {other:?} (use bit, kbit, mbit or gbit)")),
-    };
-    let bps = value * scale;
-    if !bps.is_finite() || bps < 1000.0 {
+    let bps = braid_core::units::parse_rate(text)?;
+    if bps < 1000 {
         return Err(format!("rate {text:?} is below 1kbit"));
     }
-    if bps > 10e9 {
+    if bps > 10_000_000_000 {
         return Err(format!("rate {text:?} is above 10gbit"));
     }
-    Ok(bps.round() as u64)
+    Ok(bps)
 }
 
-/// Parses a duration: `us`, `ms`, `s`, `min` with an optional fractional part (`1.5s`).
-/// A bare `0` is accepted; any other number needs a unit.
+/// A duration ([`braid_core::units::parse_duration`]) of at most a day.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let t = text.trim().to_ascii_lowercase();
-    if t == "0" {
-        return Ok(Duration::ZERO);
-    }
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .ok_or_else(|| format!("duration {text:?} has no unit (write e.g. \"5ms\" or \"10s\")"))?;
-    let (num, unit) = t.split_at(split);
-    let value: f64 = num.parse().map_err(|_| format!("duration {text:?}: {num:?} is not a number"))?;
-    let secs = match unit.trim() {
-        "us" => value / 1e6,
-        "ms" => value / 1e3,
-        "s" => value,
-        "min" => value * 60.0,
-        other => return Err(format!("duration {text:?}: unknown unit {other:?} (use us, ms, s or min)")),
-    };
-    if !secs.is_finite() || secs > 24.0 * 3600.0 {
+    let d = braid_core::units::parse_duration(text)?;
+    if d > Duration::from_secs(24 * 3600) {
         return Err(format!("duration {text:?} is out of range"));
     }
-    Ok(Duration::from_secs_f64(secs))
+    Ok(d)
 }
 
-/// Parses a loss percentage: `"1%"`, `"0.5 %"` or the bare number of percent.
+/// A loss percentage as a number of percent: `"1%"`, `"0.5 %"` or the bare number.
 pub fn parse_percent(text: &str) -> Result<f64, String> {
-    let t = text.trim().trim_end_matches('%').trim();
-    let value: f64 =
-        t.parse().map_err(|_| format!("percentage {text:?} is not a number (write e.g. \"1%\")"))?;
-    check_percent(value)
-}
-
-/// Checks that a percentage lies in [0, 100].
-pub fn check_percent(value: f64) -> Result<f64, String> {
-    if !(0.0..=100.0).contains(&value) {
-        return Err(format!("percentage {value} is outside 0..100"));
-    }
-    Ok(value)
-}
-
-/// Formats bits per second the way tc and iperf3 users read them (`20 Mbit/s`).
-pub fn format_rate(bps: f64) -> String {
-    if bps >= 1e9 {
-        format!("{:.2} Gbit/s", bps / 1e9)
-    } else if bps >= 1e6 {
-        format!("{:.2} Mbit/s", bps / 1e6)
-    } else {
-        format!("{:.1} kbit/s", bps / 1e3)
-    }
+    braid_core::units::parse_percent_value(text)
 }
 
 /// Formats a rate as the short tc token (`20mbit`, `500kbit`).

@@ -4,7 +4,7 @@
 //! they were opened in, so the caller can keep using them from any thread.
 
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::time::Duration;
@@ -61,22 +61,14 @@ pub fn tcp_connect(ns: &str, addr: SocketAddr, limit: Duration) -> Result<TcpStr
         .with_context(|| format!("connecting to {addr} from {ns}"))
 }
 
-/// `GET path` over HTTP/1.0 from inside `ns`; returns the body of a 200 reply.
+/// `GET path` from inside `ns` ([`braid_http`] over a socket opened in the namespace, so the
+/// exchange itself may run on any thread); returns the body of a 200 reply.
 pub fn http_get(ns: &str, addr: SocketAddr, path: &str, limit: Duration) -> Result<String> {
-    let mut s = tcp_connect(ns, addr, limit)?;
-    s.set_read_timeout(Some(limit))?;
-    s.set_write_timeout(Some(limit))?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\nConnection: close\r\n\r\n")?;
-    let mut buf = Vec::new();
-    s.take(4 << 20).read_to_end(&mut buf)?;
-    let text = String::from_utf8_lossy(&buf);
-    let (head, body) =
-        text.split_once("\r\n\r\n").ok_or_else(|| anyhow!("malformed HTTP reply from {addr}{path}"))?;
-    let status = head.lines().next().unwrap_or_default();
-    if status.split_whitespace().nth(1) != Some("200") {
-        bail!("GET {addr}{path}: {status}");
+    let s = tcp_connect(ns, addr, limit)?;
+    match braid_http::exchange(s, addr, braid_http::Request::get(path), limit)? {
+        braid_http::Response { status: 200, body } => Ok(body),
+        r => bail!("GET {addr}{path} from {ns}: HTTP {}", r.status),
     }
-    Ok(body.to_string())
 }
 
 /// Whether something listens on TCP `port` (any address) in the given `/proc/net/tcp` and

@@ -233,15 +233,9 @@ impl Lab {
 /// GET `path` from 127.0.0.1:`port` in `ns`, as JSON.
 pub fn get_json(ns: &str, port: u16, path: &'static str) -> serde_json::Value {
     in_netns(ns, move || {
-        let Ok(mut s) = TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_secs(1))
-        else {
-            return serde_json::Value::Null;
-        };
-        let _ = s.write_all(format!("GET {path} HTTP/1.0\r\n\r\n").as_bytes());
-        let mut body = String::new();
-        let _ = s.read_to_string(&mut body);
-        body.split_once("\r\n\r\n")
-            .and_then(|(_, b)| serde_json::from_str(b).ok())
+        braid_http::get_ok(([127, 0, 0, 1], port).into(), path, Duration::from_secs(1))
+            .ok()
+            .and_then(|b| serde_json::from_str(&b).ok())
             .unwrap_or(serde_json::Value::Null)
     })
     .join()

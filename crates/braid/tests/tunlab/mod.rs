@@ -311,16 +311,10 @@ impl Lab {
     /// The client's status JSON.
     pub fn status(&self) -> serde_json::Value {
         in_netns(&self.client, || {
-            let Ok(mut s) =
-                TcpStream::connect_timeout(&"127.0.0.1:7590".parse().unwrap(), Duration::from_secs(1))
-            else {
-                return serde_json::Value::Null;
-            };
-            let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-            let _ = s.write_all(b"GET /status HTTP/1.0\r\n\r\n");
-            let mut body = String::new();
-            let _ = s.read_to_string(&mut body);
-            body.split_once("\r\n\r\n").and_then(|(_, b)| serde_json::from_str(b).ok()).unwrap_or_default()
+            braid_http::get_ok("127.0.0.1:7590".parse().unwrap(), "/status", Duration::from_secs(2))
+                .ok()
+                .and_then(|b| serde_json::from_str(&b).ok())
+                .unwrap_or_default()
         })
         .join()
         .unwrap()

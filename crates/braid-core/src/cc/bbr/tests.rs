@@ -1,0 +1,167 @@
+//! BBR against draft-cardwell-iccrg-bbr-congestion-control-00: the startup gain 2/ln 2
+//! (§4.3.1.1), leaving startup after three rounds without 25 % growth (§4.3.2.2), the drain
+//! gain 1/high_gain (§4.3.3), the ten-round bottleneck-rate window (§4.1.1.4), the ProbeBW
+//! gain cycle (§4.3.4.3) and no reaction to isolated loss.
+
+use super::*;
+use crate::cc::RateSample;
+
+const MSS: u64 = 1000;
+const RTT_MS: u64 = 20;
+
+/// Feeds one ACK per round trip, each starting a new round, with a delivery rate.
+struct Driver {
+    bbr: Bbr,
+    rtt: RttEstimator,
+    now: Timestamp,
+    delivered: u64,
+}
+
+impl Driver {
+    fn new() -> Self {
+        let mut rtt = RttEstimator::default();
+        rtt.update(Duration::from_millis(RTT_MS), Duration::ZERO);
+        Driver { bbr: Bbr::new(MSS), rtt, now: Timestamp::ZERO, delivered: 0 }
+    }
+
+    /// One round whose delivery-rate sample is `rate` bytes/s, with `in_flight` bytes before
+    /// the ACK.
+    fn round_with(&mut self, rate: f64, in_flight: u64) {
+        self.now += Duration::from_millis(RTT_MS);
+        let prior = self.delivered;
+        self.delivered += 10 * MSS;
+        let ev = AckEvent {
+            now: self.now,
+            acked_bytes: MSS,
+            largest_sent_time: self.now - Duration::from_millis(RTT_MS),
+            prior_in_flight: in_flight,
+            rate: RateSample {
+                delivery_rate: Some(rate),
+                is_app_limited: false,
+                prior_delivered: prior,
+                delivered: self.delivered,
+            },
+        };
+        self.bbr.on_ack(&ev, &self.rtt);
+    }
+
+    /// A round with a large flight (startup and drain are not cut short by it).
+    fn round(&mut self, rate: f64) {
+        self.round_with(rate, 10_000_000);
+    }
+}
+
+#[test]
+fn startup_paces_at_two_over_ln_two() {
+    assert!((HIGH_GAIN - 2.0 / std::f64::consts::LN_2).abs() < 1e-3);
+    let mut d = Driver::new();
+    d.round(1e6);
+    assert!(d.bbr.in_slow_start());
+    let pace = d.bbr.pacing_rate(&d.rtt).unwrap();
+    assert!((pace - HIGH_GAIN * 1e6).abs() < 1.0, "{pace}");
+}
+
+#[test]
+fn startup_ends_after_three_rounds_without_25_percent_growth() {
+    let mut d = Driver::new();
+    // Doubling, then under 25 % per round: 4.8 and 4.9 and 4.95 are each < 1.25 × 4.
+    for rate in [1e6, 2e6, 4e6, 4.8e6, 4.9e6] {
+        d.round(rate);
+        assert!(d.bbr.in_slow_start(), "still in startup at {rate}");
+    }
+    d.round(4.95e6);
+    assert!(!d.bbr.in_slow_start(), "the third flat round ends startup");
+    assert_eq!(d.bbr.state, State::Drain);
+    // Drain paces at 1/high_gain of the bottleneck rate.
+    let pace = d.bbr.pacing_rate(&d.rtt).unwrap();
+    assert!((pace - 4.95e6 / HIGH_GAIN).abs() < 1.0, "{pace}");
+}
+
+#[test]
+fn a_25_percent_step_restarts_the_count() {
+    let mut d = Driver::new();
+    // Two flat rounds after 4e6, then +25 % (5e6 = 1.25 × 4e6): the count starts again.
+    for rate in [1e6, 2e6, 4e6, 4.1e6, 4.2e6, 5e6, 5.1e6, 5.2e6] {
+        d.round(rate);
+        assert!(d.bbr.in_slow_start(), "still in startup at {rate}");
+    }
+    d.round(5.3e6);
+    assert!(!d.bbr.in_slow_start());
+}
+
+#[test]
+fn drain_ends_at_one_bdp_in_flight_and_probe_bw_cycles_its_gains() {
+    let mut d = Driver::new();
+    for rate in [1e6, 2e6, 4e6, 4e6, 4e6, 4e6] {
+        d.round(rate);
+    }
+    assert_eq!(d.bbr.state, State::Drain);
+    // BDP = 4e6 B/s × 20 ms = 80 kB; below it (the ACK's own bytes off), ProbeBW begins.
+    d.round_with(4e6, 60_000);
+    assert_eq!(d.bbr.state, State::ProbeBw);
+    assert_eq!(d.bbr.cwnd_gain, 2.0);
+    // Over a few cycles every gain of the draft's eight-phase cycle is used, and no other.
+    let mut seen = Vec::new();
+    for _ in 0..40 {
+        d.round_with(4e6, 200_000);
+        let g = d.bbr.pacing_gain;
+        assert!(CYCLE.contains(&g), "{g}");
+        if !seen.contains(&g.to_bits()) {
+            seen.push(g.to_bits());
+        }
+    }
+    assert_eq!(seen.len(), 3, "1.25, 0.75 and 1.0 all used");
+}
+
+#[test]
+fn the_bottleneck_rate_is_the_maximum_of_the_last_ten_rounds() {
+    let mut d = Driver::new();
+    d.round(9e6);
+    for _ in 0..BW_WINDOW_ROUNDS {
+        d.round(3e6);
+        assert_eq!(d.bbr.bandwidth(), Some(9e6));
+    }
+    d.round(3e6);
+    assert_eq!(d.bbr.bandwidth(), Some(3e6), "the old maximum left the window");
+}
+
+#[test]
+fn loss_does_not_shrink_the_window_unless_persistent() {
+    let mut d = Driver::new();
+    for rate in [1e6, 2e6, 4e6, 4e6, 4e6, 4e6] {
+        d.round(rate);
+    }
+    let w = d.bbr.window();
+    let ev = LossEvent {
+        now: d.now,
+        lost_bytes: 5 * MSS,
+        largest_sent_time: d.now,
+        persistent: false,
+        random: false,
+    };
+    d.bbr.on_congestion(&ev, &d.rtt);
+    assert_eq!(d.bbr.window(), w);
+    d.bbr.on_congestion(&LossEvent { persistent: true, ..ev }, &d.rtt);
+    assert_eq!(d.bbr.window(), MIN_PIPE_PACKETS * MSS);
+    assert_eq!(d.bbr.bandwidth(), Some(4e6), "the rate model is kept");
+}
+
+#[test]
+fn a_minimum_rtt_unconfirmed_for_ten_seconds_sends_bbr_to_probe_rtt() {
+    let mut d = Driver::new();
+    for rate in [1e6, 2e6, 4e6, 4e6, 4e6, 4e6] {
+        d.round(rate);
+    }
+    // Samples 50 % above the minimum neither lower nor confirm it.
+    d.rtt.update(Duration::from_millis(30), Duration::ZERO);
+    let rounds = MIN_RTT_WINDOW.as_millis() as u64 / RTT_MS;
+    for _ in 0..rounds - 2 {
+        d.round_with(4e6, 100_000);
+        assert_ne!(d.bbr.state, State::ProbeRtt);
+    }
+    for _ in 0..3 {
+        d.round_with(4e6, 100_000);
+    }
+    assert_eq!(d.bbr.state, State::ProbeRtt);
+    assert_eq!(d.bbr.pacing_gain, PROBE_RTT_DRAIN_GAIN);
+}
