@@ -77,7 +77,7 @@ impl Edpf {
         }
         // Queued retransmissions come before any new data. Control frames alone wait.
         let rtx = u64::from(if packet.retransmit { packet.retransmit_packets } else { 0 });
-        if (rtx > 0 || !packet.retransmit) && (rtx > 0 || packet.ahead_packets > 0) {
+        if rtx > 0 || (!packet.retransmit && packet.ahead_packets > 0) {
             let mut open: Vec<&&PathView> = paths.iter().filter(|p| free(p, now, bytes)).collect();
             open.sort_by_key(|p| (p.arrival(now, bytes), p.id));
             for j in open {
