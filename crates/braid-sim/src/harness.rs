@@ -3,6 +3,7 @@
 use crate::flow::{Flow, FlowSpec};
 use crate::link::LinkSpec;
 use crate::net::{client_addr, link_of, Net, SERVER};
+use crate::reorder::LossFreeReorder;
 use crate::report::{CutReport, PathReport, SimReport};
 use crate::workload::{Bulk, Timeline};
 use braid_core::scheduler::Kind;
@@ -162,6 +163,7 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
         }
     }
     let mut whole_run_reorder = 0usize;
+    let mut lossfree = LossFreeReorder::new(&cfg.links);
     let mut switched: Vec<(Duration, Option<u8>)> = Vec::new();
     let mut warmed_up = false;
     let mut net = Net::new(cfg.links.clone(), cfg.seed);
@@ -283,6 +285,13 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
             }
             next_sample += PATH_SAMPLE;
         }
+        let drops = (0..cfg.links.len())
+            .map(|i| net.counters(i))
+            .map(|c| c.up_drops.iter().chain(&c.down_drops).sum::<u64>())
+            .sum();
+        if let Some(s) = sides.server.as_ref() {
+            lossfree.observe(now, drops, warmed_up, || s.reorder_now());
+        }
         if !warmed_up && now >= cfg.warmup {
             warmed_up = true;
             if let Some(s) = sides.server.as_mut() {
@@ -337,6 +346,7 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
     let end = finished_at.unwrap_or(cfg.duration).max(Duration::from_millis(1));
     let mut report = build_report(cfg, &sides, &net, &bulk, timeline, end, wall.elapsed());
     report.reorder_max_steady_packets = report.reorder_max_packets;
+    report.reorder_max_lossfree_packets = lossfree.max;
     report.reorder_max_packets = report.reorder_max_packets.max(whole_run_reorder);
     report.classes = flows.iter().map(|f| f.report()).collect();
     for (p, samples) in report.paths.iter_mut().zip(&path_samples) {
@@ -485,6 +495,7 @@ fn build_report(
         complete: bulk.complete,
         reorder_max_packets: server.map_or(0, |s| s.reorder_max()),
         reorder_max_steady_packets: 0,
+        reorder_max_lossfree_packets: 0,
         warmup_s: cfg.warmup.as_secs_f64(),
         retransmitted_bytes: sides.client.retransmitted_bytes(),
         packets_sent: sides.client.stats().packets_sent + server.map_or(0, |s| s.stats().packets_sent),

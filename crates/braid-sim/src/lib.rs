@@ -10,6 +10,7 @@ pub mod flow;
 pub mod harness;
 pub mod link;
 pub mod net;
+pub mod reorder;
 pub mod report;
 pub mod units;
 pub mod workload;

@@ -92,6 +92,9 @@ pub struct SimReport {
     pub reorder_max_packets: usize,
     /// The same after the warm-up.
     pub reorder_max_steady_packets: usize,
+    /// The same outside loss recovery (sampled every 10 ms, not within a hold time after any
+    /// drop on a link: [`crate::reorder::LossFreeReorder`]) — the reorder scheduling makes.
+    pub reorder_max_lossfree_packets: usize,
     /// Warm-up left out of the steady figures, seconds.
     pub warmup_s: f64,
     /// Stream bytes sent more than once.
@@ -177,8 +180,11 @@ impl SimReport {
         let _ = writeln!(s, "efficiency      {:.3}", self.efficiency);
         let _ = writeln!(
             s,
-            "reorder max     {} packets ({} after the first {:.1} s)",
-            self.reorder_max_packets, self.reorder_max_steady_packets, self.warmup_s
+            "reorder max     {} packets ({} after the first {:.1} s, {} outside loss recovery)",
+            self.reorder_max_packets,
+            self.reorder_max_steady_packets,
+            self.warmup_s,
+            self.reorder_max_lossfree_packets
         );
         let _ = writeln!(s, "retransmitted   {} bytes", self.retransmitted_bytes);
         let _ = writeln!(s, "packets         {} sent, key phase {}", self.packets_sent, self.key_phase);
