@@ -97,6 +97,8 @@ pub struct Driver<R: Role> {
     receiving: HashMap<PathId, tokio::task::AbortHandle>,
     /// Batch buffers kept between transmit rounds (no 64 KB allocation per batch).
     spare: Vec<Vec<u8>>,
+    /// Stream ids of one `pump_all` round (kept: no allocation per round).
+    pumping: Vec<StreamId>,
 }
 
 /// How a driver is wired.
@@ -143,6 +145,7 @@ impl<R: Role> Driver<R> {
             receivers: JoinSet::new(),
             receiving: HashMap::new(),
             spare: Vec::new(),
+            pumping: Vec::new(),
             board,
             peer_label,
             rates: RateMemory::default(),
@@ -528,11 +531,12 @@ impl<R: Role> Driver<R> {
     }
 
     fn pump_all(&mut self) {
-        let ids: Vec<StreamId> =
-            self.streams.iter().filter(|(_, s)| !s.delivered_end).map(|(id, _)| *id).collect();
-        for id in ids {
+        let mut ids = std::mem::take(&mut self.pumping);
+        ids.extend(self.streams.iter().filter(|(_, s)| !s.delivered_end).map(|(id, _)| *id));
+        for id in ids.drain(..) {
             self.pump(id);
         }
+        self.pumping = ids;
     }
 
     /// Sends what the session has. Packets are gathered per (path, destination, source) so
@@ -584,10 +588,10 @@ impl<R: Role> Driver<R> {
     }
 
     /// The socket of a path and whether the driver picks the source address (server).
-    fn route(&self, path: PathId) -> Option<(UdpLink, bool)> {
+    fn route(&self, path: PathId) -> Option<(&UdpLink, bool)> {
         match self.sockets.get(&path) {
-            Some(s) => Some((s.clone(), false)),
-            None => self.default_socket.clone().map(|s| (s, true)),
+            Some(s) => Some((s, false)),
+            None => self.default_socket.as_ref().map(|s| (s, true)),
         }
     }
 
@@ -648,7 +652,7 @@ impl Batch {
     /// Sends the batch (free of the driver, so that no borrow of the session is held across
     /// the await).
     /// Returns the buffer for the next batch.
-    async fn send(self, route: Option<(UdpLink, bool)>) -> Vec<u8> {
+    async fn send(self, route: Option<(&UdpLink, bool)>) -> Vec<u8> {
         let (path, dest, source) = self.key;
         let Some((sock, choose_source)) = route else { return self.data };
         if self.data.is_empty() {

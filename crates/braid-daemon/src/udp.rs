@@ -1,9 +1,14 @@
 //! UDP sockets for paths: bound to an interface (SO_BINDTODEVICE) or a local address, with
 //! batched receive (recvmmsg, GRO) and segmented send (GSO) through quinn-udp, and the
 //! packet-info needed to answer from the address a packet arrived on.
+//!
+//! The socket's error queue (ICMP errors, `IP_RECVERR`) is read only when a send or receive
+//! fails (a pending error fails the next call) and when [`UdpLink::take_unreachable`] asks:
+//! not before every call, which cost one extra `recvmsg` per send and per receive.
 
 use bytes::BytesMut;
 use quinn_udp::{RecvMeta, Transmit, TransportErrorPayload, UdpSockRef, UdpSocketState};
+use smallvec::SmallVec;
 use socket2::{Domain, Protocol, Socket, Type};
 use std::io::{self, IoSliceMut};
 use std::net::{IpAddr, SocketAddr};
@@ -105,14 +110,16 @@ impl UdpLink {
     ) -> io::Result<()> {
         let t = Transmit { destination: dest, ecn: None, contents, segment_size: segment, src_ip: src };
         loop {
-            self.drain_errors();
             match self
                 .socket
                 .try_io(Interest::WRITABLE, || self.state.try_send(UdpSockRef::from(&*self.socket), &t))
             {
                 Ok(()) => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.socket.writable().await?,
-                Err(e) => return Err(e),
+                Err(e) => {
+                    self.drain_errors();
+                    return Err(e);
+                }
             }
         }
     }
@@ -143,12 +150,14 @@ impl Receiver {
         Receiver { bufs: vec![vec![0u8; slot]; RECV_SLOTS], metas: vec![RecvMeta::default(); RECV_SLOTS] }
     }
 
-    /// The next batch of datagrams (None when the socket failed for good).
+    /// The next batch of datagrams (None when the socket failed for good). The batch's bytes
+    /// are copied into one allocation, split per datagram (GRO segments included): one
+    /// allocation per `recvmmsg`, not one per datagram.
     pub async fn next(&mut self, link: &UdpLink) -> Option<Vec<Incoming>> {
         loop {
             link.socket.readable().await.ok()?;
-            link.drain_errors();
-            let mut iovs: Vec<IoSliceMut<'_>> = self.bufs.iter_mut().map(|b| IoSliceMut::new(b)).collect();
+            let mut iovs: SmallVec<[IoSliceMut<'_>; RECV_SLOTS]> =
+                self.bufs.iter_mut().map(|b| IoSliceMut::new(b)).collect();
             let n = match link.socket.try_io(Interest::READABLE, || {
                 link.state.recv(UdpSockRef::from(&*link.socket), &mut iovs, &mut self.metas)
             }) {
@@ -162,12 +171,23 @@ impl Receiver {
                 }
             };
             drop(iovs);
-            let mut batch = Vec::with_capacity(n);
-            for (meta, buf) in self.metas.iter().zip(&self.bufs).take(n) {
+            let metas = &self.metas[..n];
+            let total: usize = metas.iter().map(|m| m.len).sum();
+            let mut all = BytesMut::with_capacity(total);
+            let mut count = 0;
+            for (meta, buf) in metas.iter().zip(&self.bufs) {
+                all.extend_from_slice(&buf[..meta.len]);
+                count += meta.len.div_ceil(meta.stride.max(1));
+            }
+            let mut batch = Vec::with_capacity(count);
+            for meta in metas {
                 let stride = meta.stride.max(1);
                 let local = meta.dst_ip.map(|ip| SocketAddr::new(ip, link.local.port()));
-                for chunk in buf[..meta.len].chunks(stride) {
-                    batch.push(Incoming { data: BytesMut::from(chunk), from: meta.addr, local });
+                let mut left = meta.len;
+                while left > 0 {
+                    let len = stride.min(left);
+                    left -= len;
+                    batch.push(Incoming { data: all.split_to(len), from: meta.addr, local });
                 }
             }
             return Some(batch);
