@@ -308,8 +308,7 @@ impl EndpointLoop {
         let (inbox_tx, inbox) = mpsc::channel(256);
         let (app_tx, app_rx) = mpsc::channel(1024);
         let role = ServerRole::new(self.policy.clone(), client.clone(), app_tx.clone());
-        let wiring =
-            Wiring { inbox, inbox_tx: inbox_tx.clone(), app_rx, app_tx: app_tx.clone(), links_rx: None };
+        let wiring = Wiring { inbox: Some(inbox), app_rx, app_tx: app_tx.clone(), links_rx: None };
         let mut driver =
             Driver::new(session, role, self.epoch, wiring, Some(self.board.clone()), client.name.clone());
         driver.set_default_socket(self.link.clone());

@@ -16,7 +16,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use tokio::io::Interest;
 use tokio::net::UdpSocket;
-use tokio::sync::mpsc;
 
 /// Datagrams handed to the driver in one batch.
 const RECV_SLOTS: usize = 32;
@@ -123,17 +122,6 @@ impl UdpLink {
             }
         }
     }
-
-    /// Receives datagrams until the channel closes, handing them over in batches.
-    pub async fn receive_into(self, tx: mpsc::Sender<Vec<Incoming>>) {
-        let mut rx = Receiver::new(&self);
-        loop {
-            let Some(batch) = rx.next(&self).await else { return };
-            if tx.send(batch).await.is_err() {
-                return;
-            }
-        }
-    }
 }
 
 /// Batched receiving from one socket (recvmmsg, GRO), with reusable buffers.
@@ -150,48 +138,53 @@ impl Receiver {
         Receiver { bufs: vec![vec![0u8; slot]; RECV_SLOTS], metas: vec![RecvMeta::default(); RECV_SLOTS] }
     }
 
-    /// The next batch of datagrams (None when the socket failed for good). The batch's bytes
-    /// are copied into one allocation, split per datagram (GRO segments included): one
-    /// allocation per `recvmmsg`, not one per datagram.
+    /// The next batch of datagrams (None when the socket failed for good).
     pub async fn next(&mut self, link: &UdpLink) -> Option<Vec<Incoming>> {
+        let mut batch = Vec::new();
         loop {
             link.socket.readable().await.ok()?;
-            let mut iovs: SmallVec<[IoSliceMut<'_>; RECV_SLOTS]> =
-                self.bufs.iter_mut().map(|b| IoSliceMut::new(b)).collect();
-            let n = match link.socket.try_io(Interest::READABLE, || {
-                link.state.recv(UdpSockRef::from(&*link.socket), &mut iovs, &mut self.metas)
-            }) {
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) => {
-                    // ICMP errors surface here as ECONNREFUSED and the like: note and go on.
-                    tracing::debug!(local = %link.local, error = %e, "receive error");
-                    link.drain_errors();
-                    continue;
-                }
-            };
-            drop(iovs);
-            let metas = &self.metas[..n];
-            let total: usize = metas.iter().map(|m| m.len).sum();
-            let mut all = BytesMut::with_capacity(total);
-            let mut count = 0;
-            for (meta, buf) in metas.iter().zip(&self.bufs) {
-                all.extend_from_slice(&buf[..meta.len]);
-                count += meta.len.div_ceil(meta.stride.max(1));
+            if self.try_batch(link, &mut batch) {
+                return Some(batch);
             }
-            let mut batch = Vec::with_capacity(count);
-            for meta in metas {
-                let stride = meta.stride.max(1);
-                let local = meta.dst_ip.map(|ip| SocketAddr::new(ip, link.local.port()));
-                let mut left = meta.len;
-                while left > 0 {
-                    let len = stride.min(left);
-                    left -= len;
-                    batch.push(Incoming { data: all.split_to(len), from: meta.addr, local });
-                }
-            }
-            return Some(batch);
         }
+    }
+
+    /// Reads one batch (one `recvmmsg`) without waiting, appending its datagrams to `out`;
+    /// false when nothing was waiting. The batch's bytes are copied into one allocation, split
+    /// per datagram (GRO segments included): one allocation per batch, not one per datagram.
+    pub fn try_batch(&mut self, link: &UdpLink, out: &mut Vec<Incoming>) -> bool {
+        let mut iovs: SmallVec<[IoSliceMut<'_>; RECV_SLOTS]> =
+            self.bufs.iter_mut().map(|b| IoSliceMut::new(b)).collect();
+        let n = match link.socket.try_io(Interest::READABLE, || {
+            link.state.recv(UdpSockRef::from(&*link.socket), &mut iovs, &mut self.metas)
+        }) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
+            Err(e) => {
+                // ICMP errors surface here as ECONNREFUSED and the like: note and go on.
+                tracing::debug!(local = %link.local, error = %e, "receive error");
+                link.drain_errors();
+                return false;
+            }
+        };
+        drop(iovs);
+        let metas = &self.metas[..n];
+        let total: usize = metas.iter().map(|m| m.len).sum();
+        let mut all = BytesMut::with_capacity(total);
+        for (meta, buf) in metas.iter().zip(&self.bufs) {
+            all.extend_from_slice(&buf[..meta.len]);
+        }
+        for meta in metas {
+            let stride = meta.stride.max(1);
+            let local = meta.dst_ip.map(|ip| SocketAddr::new(ip, link.local.port()));
+            let mut left = meta.len;
+            while left > 0 {
+                let len = stride.min(left);
+                left -= len;
+                out.push(Incoming { data: all.split_to(len), from: meta.addr, local });
+            }
+        }
+        n > 0
     }
 }
 
