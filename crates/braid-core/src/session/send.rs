@@ -551,7 +551,7 @@ impl Session {
                         continue;
                     }
                     let at = views.iter().find(|v| v.id == id).and_then(|v| v.ready_at);
-                    return self.wait(now, &views, at);
+                    return self.wait(now, views, at);
                 }
                 Decision::Redundant(ids) => {
                     let idxs: SmallVec<[usize; 4]> =
@@ -570,7 +570,7 @@ impl Session {
                         continue;
                     }
                     let at = views.iter().filter_map(|v| v.ready_at).min();
-                    return self.wait(now, &views, at);
+                    return self.wait(now, views, at);
                 }
                 Decision::Ahead(id, skip) => {
                     let idx = self.paths.iter().position(|p| p.id == id)?;
@@ -580,9 +580,9 @@ impl Session {
                         }
                     }
                     let at = views.iter().filter(|v| !v.ready(now)).filter_map(|v| v.ready_at).min();
-                    return self.wait(now, &views, at);
+                    return self.wait(now, views, at);
                 }
-                Decision::Wait(t) => return self.wait(now, &views, t),
+                Decision::Wait(t) => return self.wait(now, views, t),
                 Decision::Drop => {
                     if !self.drop_head_datagram(now, info.class) {
                         return None;
