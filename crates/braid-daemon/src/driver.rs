@@ -416,15 +416,11 @@ impl<R: Role> Driver<R> {
         for (id, rx) in self.receiving.iter_mut() {
             let Some(link) = self.sockets.get(id) else { continue };
             for _ in 0..RECV_BATCHES {
-                let got = rx.try_batch(link, &mut self.incoming);
+                if !rx.try_batch(link, &mut self.incoming) {
+                    break;
+                }
                 for d in self.incoming.drain(..) {
                     self.session.handle_datagram(now, d.local, canonical(d.from), d.data);
-                }
-                // A short batch drained the socket: asking again at once would mostly meet
-                // EAGAIN (a wasted syscall). The socket stays marked readable, so the wait
-                // below returns at once and the next round reads what came meanwhile.
-                if got < crate::udp::RECV_SLOTS {
-                    break;
                 }
             }
         }

@@ -17,8 +17,8 @@ use std::sync::Arc;
 use tokio::io::Interest;
 use tokio::net::UdpSocket;
 
-/// Messages one `recvmmsg` takes.
-pub const RECV_SLOTS: usize = 32;
+/// Datagrams handed to the driver in one batch.
+const RECV_SLOTS: usize = 32;
 /// Socket buffer sizes asked of the kernel.
 const SOCKET_BUFFER: usize = 8 << 20;
 
@@ -143,30 +143,28 @@ impl Receiver {
         let mut batch = Vec::new();
         loop {
             link.socket.readable().await.ok()?;
-            if self.try_batch(link, &mut batch) > 0 {
+            if self.try_batch(link, &mut batch) {
                 return Some(batch);
             }
         }
     }
 
     /// Reads one batch (one `recvmmsg`) without waiting, appending its datagrams to `out`;
-    /// returns how many messages the kernel gave (0 when nothing was waiting; fewer than
-    /// [`RECV_SLOTS`] when the socket was drained). The batch's bytes are copied into one
-    /// allocation, split per datagram (GRO segments included): one allocation per batch, not
-    /// one per datagram.
-    pub fn try_batch(&mut self, link: &UdpLink, out: &mut Vec<Incoming>) -> usize {
+    /// false when nothing was waiting. The batch's bytes are copied into one allocation, split
+    /// per datagram (GRO segments included): one allocation per batch, not one per datagram.
+    pub fn try_batch(&mut self, link: &UdpLink, out: &mut Vec<Incoming>) -> bool {
         let mut iovs: SmallVec<[IoSliceMut<'_>; RECV_SLOTS]> =
             self.bufs.iter_mut().map(|b| IoSliceMut::new(b)).collect();
         let n = match link.socket.try_io(Interest::READABLE, || {
             link.state.recv(UdpSockRef::from(&*link.socket), &mut iovs, &mut self.metas)
         }) {
             Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return 0,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
             Err(e) => {
                 // ICMP errors surface here as ECONNREFUSED and the like: note and go on.
                 tracing::debug!(local = %link.local, error = %e, "receive error");
                 link.drain_errors();
-                return 0;
+                return false;
             }
         };
         drop(iovs);
@@ -186,7 +184,7 @@ impl Receiver {
                 out.push(Incoming { data: all.split_to(len), from: meta.addr, local });
             }
         }
-        n
+        n > 0
     }
 }
 
