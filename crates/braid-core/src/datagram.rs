@@ -279,6 +279,9 @@ impl Datagrams {
     /// this is O(expired); one queued behind a later deadline (the class's deadline was
     /// shortened live) is caught by `pop`, never sent late.
     pub fn expire(&mut self, now: Timestamp) {
+        if self.outgoing_len == 0 {
+            return;
+        }
         let classes: smallvec::SmallVec<[u8; 8]> = self.outgoing.keys().copied().collect();
         for class in classes {
             while self.outgoing[&class].front().is_some_and(|d| d.deadline.is_some_and(|t| t <= now)) {

@@ -119,7 +119,7 @@ impl RangeSet {
     }
 
     /// Ranges in ascending order.
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = Range<u64>> + '_ {
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = Range<u64>> + Clone + '_ {
         self.map.iter().map(|(&s, &e)| s..e)
     }
 

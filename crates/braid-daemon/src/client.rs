@@ -572,7 +572,6 @@ impl Supervisor {
                 stamp,
             );
             self.board.set_note(Some(format!("connecting to {} over {}", self.settings.server, l0.label)));
-            let (inbox_tx, inbox) = mpsc::channel(1024);
             let this_session = Arc::new(AtomicBool::new(false));
             let role = ClientRole {
                 udp: self.udp.clone(),
@@ -593,13 +592,8 @@ impl Supervisor {
                     bound.push((id, l.clone()));
                 }
             }
-            let wiring = Wiring {
-                inbox,
-                inbox_tx: inbox_tx.clone(),
-                app_rx,
-                app_tx: self.app_tx.clone(),
-                links_rx: Some(links_rx),
-            };
+            let wiring =
+                Wiring { inbox: None, app_rx, app_tx: self.app_tx.clone(), links_rx: Some(links_rx) };
             let mut driver = Driver::new(
                 session,
                 role,
@@ -611,7 +605,6 @@ impl Supervisor {
             for (id, l) in &bound {
                 driver.bind_path(*id, l.link.clone(), l.label.clone());
             }
-            drop(inbox_tx);
             let started = Instant::now();
             // A closed server port answers the handshake with ICMP: give up on this link at
             // once instead of waiting out the handshake timeout.

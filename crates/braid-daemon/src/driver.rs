@@ -3,11 +3,16 @@
 //! logic. Each round, in a fixed order: receive (feed datagrams), timer, application requests,
 //! events (streams, paths), transmit (batched, segmented), then wait for the next of: a
 //! datagram, a request, a budget release, the core's deadline, the status tick.
+//!
+//! A path socket of its own (the client's) is read by the driver itself, a `recvmmsg` batch
+//! at a time, straight into the session: no receive task and no channel hand-off per batch.
+//! The server's one socket is read by its endpoint loop, which routes batches to the
+//! session's `inbox`.
 
 use crate::bridge::{pair, AppMsg, DriverEnd, Inbound, StreamEnds};
 use crate::rates::RateMemory;
 use crate::status::{session_label, session_status, StatusBoard};
-use crate::udp::{canonical, Incoming, UdpLink};
+use crate::udp::{canonical, Incoming, Receiver, UdpLink};
 use braid_core::datagram::Datagram;
 use braid_core::scheduler::Kind;
 use braid_core::{
@@ -17,9 +22,9 @@ use bytes::Bytes;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch, Notify};
-use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 /// Packets one round may send before the driver looks at its inbox again.
@@ -32,6 +37,8 @@ const SPARE_BATCHES: usize = 8;
 const STATUS_EVERY: Duration = Duration::from_millis(500);
 /// Bytes read from a stream per `read_chunk`.
 const READ_CHUNK: usize = 64 * 1024;
+/// `recvmmsg` batches one round reads from each path socket before it transmits.
+const RECV_BATCHES: usize = 8;
 
 /// What differs between the client's and the server's driver.
 pub trait Role: Send + 'static {
@@ -74,8 +81,7 @@ pub struct Driver<R: Role> {
     sockets: HashMap<PathId, UdpLink>,
     default_socket: Option<UdpLink>,
     labels: BTreeMap<PathId, String>,
-    inbox: mpsc::Receiver<Vec<Incoming>>,
-    inbox_tx: mpsc::Sender<Vec<Incoming>>,
+    inbox: Option<mpsc::Receiver<Vec<Incoming>>>,
     app_rx: mpsc::Receiver<AppMsg>,
     app_tx: mpsc::Sender<AppMsg>,
     links_rx: Option<mpsc::Receiver<LinkMsg>>,
@@ -91,20 +97,21 @@ pub struct Driver<R: Role> {
     scheduler_rx: Option<watch::Receiver<Option<Kind>>>,
     /// Path admission switches asked for on the status API.
     admission_rx: Option<watch::Receiver<Option<bool>>>,
-    /// Receive tasks of the path sockets; they end with the driver, or with their path.
-    receivers: JoinSet<()>,
-    /// Each path's receive task.
-    receiving: HashMap<PathId, tokio::task::AbortHandle>,
+    /// Receive buffers of each path socket of its own (client).
+    receiving: HashMap<PathId, Receiver>,
+    /// Datagrams of one receive round (kept: no allocation per round).
+    incoming: Vec<Incoming>,
     /// Batch buffers kept between transmit rounds (no 64 KB allocation per batch).
     spare: Vec<Vec<u8>>,
+    /// Stream ids of one `pump_all` round (kept: no allocation per round).
+    pumping: Vec<StreamId>,
 }
 
 /// How a driver is wired.
 pub struct Wiring {
-    /// Datagrams for this session (from socket receive tasks or the server's endpoint).
-    pub inbox: mpsc::Receiver<Vec<Incoming>>,
-    /// A sender into `inbox`, for receive tasks the driver starts itself.
-    pub inbox_tx: mpsc::Sender<Vec<Incoming>>,
+    /// Datagrams for this session routed by the server's endpoint (None for a client, whose
+    /// driver reads its path sockets itself).
+    pub inbox: Option<mpsc::Receiver<Vec<Incoming>>>,
     /// Application requests.
     pub app_rx: mpsc::Receiver<AppMsg>,
     /// A sender of application requests (handed to bridges).
@@ -131,7 +138,6 @@ impl<R: Role> Driver<R> {
             default_socket: None,
             labels: BTreeMap::new(),
             inbox: wiring.inbox,
-            inbox_tx: wiring.inbox_tx,
             app_rx: wiring.app_rx,
             app_tx: wiring.app_tx,
             links_rx: wiring.links_rx,
@@ -140,9 +146,10 @@ impl<R: Role> Driver<R> {
             pending_opens: VecDeque::new(),
             scheduler_rx: board.as_ref().map(|b| b.scheduler_requests()),
             admission_rx: board.as_ref().map(|b| b.admission_requests()),
-            receivers: JoinSet::new(),
             receiving: HashMap::new(),
+            incoming: Vec::new(),
             spare: Vec::new(),
+            pumping: Vec::new(),
             board,
             peer_label,
             rates: RateMemory::default(),
@@ -151,10 +158,9 @@ impl<R: Role> Driver<R> {
     }
 
     /// Uses `link` for path `id` (client) — the path must exist in the session — and receives
-    /// from it until the driver ends.
+    /// from it until the driver ends or the path is removed.
     pub fn bind_path(&mut self, id: PathId, link: UdpLink, label: String) {
-        let task = self.receivers.spawn(link.clone().receive_into(self.inbox_tx.clone()));
-        self.receiving.insert(id, task);
+        self.receiving.insert(id, Receiver::new(&link));
         self.sockets.insert(id, link);
         self.labels.insert(id, label);
     }
@@ -197,8 +203,11 @@ impl<R: Role> Driver<R> {
             }
             let now = self.now();
             // 1. Receive.
-            while let Ok(b) = self.inbox.try_recv() {
-                received.push(b);
+            self.receive_own(now);
+            if let Some(inbox) = self.inbox.as_mut() {
+                while let Ok(b) = inbox.try_recv() {
+                    received.push(b);
+                }
             }
             for batch in received.drain(..) {
                 for d in batch {
@@ -295,9 +304,32 @@ impl<R: Role> Driver<R> {
                     None => std::future::pending().await,
                 }
             };
+            let inbox = async {
+                match self.inbox.as_mut() {
+                    Some(rx) => rx.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
+            let sockets = &self.sockets;
+            let receiving = &self.receiving;
+            let readable = std::future::poll_fn(|cx| {
+                // Any path socket with datagrams waiting (each registers the waker).
+                let mut ready = false;
+                for id in receiving.keys() {
+                    if let Some(l) = sockets.get(id) {
+                        ready |= l.socket.poll_recv_ready(cx).is_ready();
+                    }
+                }
+                if ready {
+                    Poll::Ready(())
+                } else {
+                    Poll::Pending
+                }
+            });
             tokio::select! {
                 biased;
-                Some(b) = self.inbox.recv() => received.push(b),
+                () = readable => {}
+                Some(b) = inbox => received.push(b),
                 Some(m) = self.app_rx.recv() => requests.push(m),
                 Some(m) = links => link_msgs.push(m),
                 Some(k) = switch => switch_to = Some(k),
@@ -372,10 +404,23 @@ impl<R: Role> Driver<R> {
                     let _ = self.session.remove_path(now, id);
                     self.sockets.remove(&id);
                     self.labels.remove(&id);
-                    if let Some(task) = self.receiving.remove(&id) {
-                        // Its socket closes with the task.
-                        task.abort();
-                    }
+                    self.receiving.remove(&id);
+                }
+            }
+        }
+    }
+
+    /// Reads the path sockets of its own (client) without waiting, a few batches each, and
+    /// feeds their datagrams to the session.
+    fn receive_own(&mut self, now: Timestamp) {
+        for (id, rx) in self.receiving.iter_mut() {
+            let Some(link) = self.sockets.get(id) else { continue };
+            for _ in 0..RECV_BATCHES {
+                if !rx.try_batch(link, &mut self.incoming) {
+                    break;
+                }
+                for d in self.incoming.drain(..) {
+                    self.session.handle_datagram(now, d.local, canonical(d.from), d.data);
                 }
             }
         }
@@ -528,11 +573,12 @@ impl<R: Role> Driver<R> {
     }
 
     fn pump_all(&mut self) {
-        let ids: Vec<StreamId> =
-            self.streams.iter().filter(|(_, s)| !s.delivered_end).map(|(id, _)| *id).collect();
-        for id in ids {
+        let mut ids = std::mem::take(&mut self.pumping);
+        ids.extend(self.streams.iter().filter(|(_, s)| !s.delivered_end).map(|(id, _)| *id));
+        for id in ids.drain(..) {
             self.pump(id);
         }
+        self.pumping = ids;
     }
 
     /// Sends what the session has. Packets are gathered per (path, destination, source) so
@@ -584,10 +630,10 @@ impl<R: Role> Driver<R> {
     }
 
     /// The socket of a path and whether the driver picks the source address (server).
-    fn route(&self, path: PathId) -> Option<(UdpLink, bool)> {
+    fn route(&self, path: PathId) -> Option<(&UdpLink, bool)> {
         match self.sockets.get(&path) {
-            Some(s) => Some((s.clone(), false)),
-            None => self.default_socket.clone().map(|s| (s, true)),
+            Some(s) => Some((s, false)),
+            None => self.default_socket.as_ref().map(|s| (s, true)),
         }
     }
 
@@ -648,7 +694,7 @@ impl Batch {
     /// Sends the batch (free of the driver, so that no borrow of the session is held across
     /// the await).
     /// Returns the buffer for the next batch.
-    async fn send(self, route: Option<(UdpLink, bool)>) -> Vec<u8> {
+    async fn send(self, route: Option<(&UdpLink, bool)>) -> Vec<u8> {
         let (path, dest, source) = self.key;
         let Some((sock, choose_source)) = route else { return self.data };
         if self.data.is_empty() {

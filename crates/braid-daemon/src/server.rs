@@ -208,11 +208,20 @@ impl EndpointLoop {
                         return Err(Failure::Other(format!("the UDP socket on {} failed", me.link.local)));
                     };
                     let now = me.now();
-                    let mut routed: HashMap<SessionId, Vec<Incoming>> = HashMap::new();
+                    // Consecutive datagrams of one session go to its driver together (a batch
+                    // usually holds one session's datagrams: one hand-off per batch).
+                    let mut routed: Option<(SessionId, Vec<Incoming>)> = None;
                     for d in batch {
                         let from = canonical(d.from);
                         match endpoint.handle(now, d.local, from, &d.data) {
-                            DatagramEvent::Route(id) => routed.entry(id).or_default().push(d),
+                            DatagramEvent::Route(id) => match routed.as_mut() {
+                                Some((current, v)) if *current == id => v.push(d),
+                                _ => {
+                                    if let Some((prev, v)) = routed.replace((id, vec![d])) {
+                                        me.route(prev, v);
+                                    }
+                                }
+                            },
                             DatagramEvent::Handshake(job) => {
                                 // The endpoint bounds the jobs out, so the queue has room
                                 // unless the handshake thread is gone.
@@ -226,11 +235,8 @@ impl EndpointLoop {
                             other => me.act(other, from, d.local).await,
                         }
                     }
-                    for (id, v) in routed {
-                        if let Some(s) = me.sessions.get(&id) {
-                            // A session that cannot keep up loses datagrams, as a link would.
-                            let _ = s.inbox.try_send(v);
-                        }
+                    if let Some((id, v)) = routed {
+                        me.route(id, v);
                     }
                     me.publish(&endpoint);
                 }
@@ -252,6 +258,14 @@ impl EndpointLoop {
 
     fn now(&self) -> Timestamp {
         Timestamp::from_duration(self.epoch.elapsed())
+    }
+
+    /// Hands datagrams to their session's driver.
+    fn route(&self, id: SessionId, datagrams: Vec<Incoming>) {
+        if let Some(s) = self.sessions.get(&id) {
+            // A session that cannot keep up loses datagrams, as a link would.
+            let _ = s.inbox.try_send(datagrams);
+        }
     }
 
     fn publish(&mut self, endpoint: &Endpoint) {
@@ -294,8 +308,7 @@ impl EndpointLoop {
         let (inbox_tx, inbox) = mpsc::channel(256);
         let (app_tx, app_rx) = mpsc::channel(1024);
         let role = ServerRole::new(self.policy.clone(), client.clone(), app_tx.clone());
-        let wiring =
-            Wiring { inbox, inbox_tx: inbox_tx.clone(), app_rx, app_tx: app_tx.clone(), links_rx: None };
+        let wiring = Wiring { inbox: Some(inbox), app_rx, app_tx: app_tx.clone(), links_rx: None };
         let mut driver =
             Driver::new(session, role, self.epoch, wiring, Some(self.board.clone()), client.name.clone());
         driver.set_default_socket(self.link.clone());

@@ -1,9 +1,14 @@
 //! UDP sockets for paths: bound to an interface (SO_BINDTODEVICE) or a local address, with
 //! batched receive (recvmmsg, GRO) and segmented send (GSO) through quinn-udp, and the
 //! packet-info needed to answer from the address a packet arrived on.
+//!
+//! The socket's error queue (ICMP errors, `IP_RECVERR`) is read only when a send or receive
+//! fails (a pending error fails the next call) and when [`UdpLink::take_unreachable`] asks:
+//! not before every call, which cost one extra `recvmsg` per send and per receive.
 
 use bytes::BytesMut;
 use quinn_udp::{RecvMeta, Transmit, TransportErrorPayload, UdpSockRef, UdpSocketState};
+use smallvec::SmallVec;
 use socket2::{Domain, Protocol, Socket, Type};
 use std::io::{self, IoSliceMut};
 use std::net::{IpAddr, SocketAddr};
@@ -11,7 +16,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use tokio::io::Interest;
 use tokio::net::UdpSocket;
-use tokio::sync::mpsc;
 
 /// Datagrams handed to the driver in one batch.
 const RECV_SLOTS: usize = 32;
@@ -105,25 +109,16 @@ impl UdpLink {
     ) -> io::Result<()> {
         let t = Transmit { destination: dest, ecn: None, contents, segment_size: segment, src_ip: src };
         loop {
-            self.drain_errors();
             match self
                 .socket
                 .try_io(Interest::WRITABLE, || self.state.try_send(UdpSockRef::from(&*self.socket), &t))
             {
                 Ok(()) => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.socket.writable().await?,
-                Err(e) => return Err(e),
-            }
-        }
-    }
-
-    /// Receives datagrams until the channel closes, handing them over in batches.
-    pub async fn receive_into(self, tx: mpsc::Sender<Vec<Incoming>>) {
-        let mut rx = Receiver::new(&self);
-        loop {
-            let Some(batch) = rx.next(&self).await else { return };
-            if tx.send(batch).await.is_err() {
-                return;
+                Err(e) => {
+                    self.drain_errors();
+                    return Err(e);
+                }
             }
         }
     }
@@ -145,33 +140,51 @@ impl Receiver {
 
     /// The next batch of datagrams (None when the socket failed for good).
     pub async fn next(&mut self, link: &UdpLink) -> Option<Vec<Incoming>> {
+        let mut batch = Vec::new();
         loop {
             link.socket.readable().await.ok()?;
-            link.drain_errors();
-            let mut iovs: Vec<IoSliceMut<'_>> = self.bufs.iter_mut().map(|b| IoSliceMut::new(b)).collect();
-            let n = match link.socket.try_io(Interest::READABLE, || {
-                link.state.recv(UdpSockRef::from(&*link.socket), &mut iovs, &mut self.metas)
-            }) {
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) => {
-                    // ICMP errors surface here as ECONNREFUSED and the like: note and go on.
-                    tracing::debug!(local = %link.local, error = %e, "receive error");
-                    link.drain_errors();
-                    continue;
-                }
-            };
-            drop(iovs);
-            let mut batch = Vec::with_capacity(n);
-            for (meta, buf) in self.metas.iter().zip(&self.bufs).take(n) {
-                let stride = meta.stride.max(1);
-                let local = meta.dst_ip.map(|ip| SocketAddr::new(ip, link.local.port()));
-                for chunk in buf[..meta.len].chunks(stride) {
-                    batch.push(Incoming { data: BytesMut::from(chunk), from: meta.addr, local });
-                }
+            if self.try_batch(link, &mut batch) {
+                return Some(batch);
             }
-            return Some(batch);
         }
+    }
+
+    /// Reads one batch (one `recvmmsg`) without waiting, appending its datagrams to `out`;
+    /// false when nothing was waiting. The batch's bytes are copied into one allocation, split
+    /// per datagram (GRO segments included): one allocation per batch, not one per datagram.
+    pub fn try_batch(&mut self, link: &UdpLink, out: &mut Vec<Incoming>) -> bool {
+        let mut iovs: SmallVec<[IoSliceMut<'_>; RECV_SLOTS]> =
+            self.bufs.iter_mut().map(|b| IoSliceMut::new(b)).collect();
+        let n = match link.socket.try_io(Interest::READABLE, || {
+            link.state.recv(UdpSockRef::from(&*link.socket), &mut iovs, &mut self.metas)
+        }) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
+            Err(e) => {
+                // ICMP errors surface here as ECONNREFUSED and the like: note and go on.
+                tracing::debug!(local = %link.local, error = %e, "receive error");
+                link.drain_errors();
+                return false;
+            }
+        };
+        drop(iovs);
+        let metas = &self.metas[..n];
+        let total: usize = metas.iter().map(|m| m.len).sum();
+        let mut all = BytesMut::with_capacity(total);
+        for (meta, buf) in metas.iter().zip(&self.bufs) {
+            all.extend_from_slice(&buf[..meta.len]);
+        }
+        for meta in metas {
+            let stride = meta.stride.max(1);
+            let local = meta.dst_ip.map(|ip| SocketAddr::new(ip, link.local.port()));
+            let mut left = meta.len;
+            while left > 0 {
+                let len = stride.min(left);
+                left -= len;
+                out.push(Incoming { data: all.split_to(len), from: meta.addr, local });
+            }
+        }
+        n > 0
     }
 }
 

@@ -147,11 +147,27 @@ impl Received {
 
     /// Ranges to report (descending) and the ACK delay, marking them reported.
     pub fn take_ack(&mut self, now: Timestamp) -> Option<(Vec<std::ops::Range<u64>>, u64)> {
+        self.on_ack_sent();
+        self.peek_ack(now)
+    }
+
+    /// The ranges an ACK reports, highest first, without allocating (the sender writes them
+    /// straight into the packet); empty when nothing was received.
+    pub fn ack_ranges(&self) -> impl Iterator<Item = std::ops::Range<u64>> + Clone + '_ {
+        self.ranges.iter().rev()
+    }
+
+    /// The ACK delay to report at `now`.
+    pub fn ack_delay(&self, now: Timestamp) -> u64 {
+        self.largest_time.map_or(0, |t| (now - t).as_micros() as u64)
+    }
+
+    /// An ACK left: nothing is due until the next packet arrives.
+    pub fn on_ack_sent(&mut self) {
         self.pending = false;
         self.immediate = false;
         self.deadline = None;
         self.eliciting_since_ack = 0;
-        self.peek_ack(now)
     }
 
     /// The ACK as it stands, leaving it due: a copy sent on a second path.

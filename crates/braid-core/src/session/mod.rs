@@ -227,6 +227,8 @@ pub struct Session {
     lost_scratch: Vec<SentPacket>,
     /// Per-path queues: datagrams committed to a path and redundant copies.
     pinned: BTreeMap<PathId, VecDeque<pinned::Pinned>>,
+    /// The scheduler's path views, rebuilt for every data packet in this one allocation.
+    views: Vec<scheduler::PathView>,
     /// Schedulers of traffic classes that have their own, one instance per kind.
     class_schedulers: Vec<(scheduler::Kind, Box<dyn Scheduler>)>,
     /// Which classes use which scheduler kind (from the config, changed live).
@@ -301,6 +303,7 @@ impl Session {
             acked_scratch: Vec::new(),
             lost_scratch: Vec::new(),
             pinned: BTreeMap::new(),
+            views: Vec::new(),
             class_schedulers,
             class_kinds,
             scheduler_seed,

@@ -186,26 +186,34 @@ impl Session {
             return true;
         }
         let id = self.paths[i].id;
-        let ack =
-            if copy { self.paths[i].received.peek_ack(now) } else { self.paths[i].received.take_ack(now) };
-        let Some((ranges, delay)) = ack else {
+        // The ranges go from the receive record straight into the packet (no allocation).
+        let Some(largest) = self.paths[i].received.ack_ranges().next().map(|r| r.end - 1) else {
+            if !copy {
+                self.paths[i].received.on_ack_sent();
+            }
             return true;
         };
         let max_ranges = ((room - 24) / 16).max(1);
-        let largest = ranges[0].end - 1;
         // A completed packet pair: first an ACK as it stood when the first probe arrived,
         // with that probe's own delay (see `Received::on_probe`), then the current one.
         if let Some((pn, at)) = (!copy).then(|| self.paths[i].received.take_pair_report()).flatten() {
-            let older: Vec<_> =
-                ranges.iter().filter(|r| r.start <= pn).map(|r| r.start..r.end.min(pn + 1)).collect();
-            if !older.is_empty() && room >= 64 {
+            let older = self.paths[i]
+                .received
+                .ack_ranges()
+                .filter(move |r| r.start <= pn)
+                .map(move |r| r.start..r.end.min(pn + 1));
+            if older.clone().next().is_some() && room >= 64 {
                 let max = ((room - 48) / 32).max(1);
-                encode::ack(buf, id, (now - at).as_micros() as u64, older.into_iter().take(max));
+                encode::ack(buf, id, (now - at).as_micros() as u64, older.take(max));
             }
         }
         let room = b.limit.saturating_sub(buf.len());
         let max_ranges = max_ranges.min(((room.saturating_sub(24)) / 16).max(1));
-        encode::ack(buf, id, delay, ranges.into_iter().take(max_ranges).collect::<Vec<_>>());
+        let received = &mut self.paths[i].received;
+        encode::ack(buf, id, received.ack_delay(now), received.ack_ranges().take(max_ranges));
+        if !copy {
+            received.on_ack_sent();
+        }
         b.frames.push(SentFrame::Ack { path: id, largest });
         true
     }
@@ -431,15 +439,17 @@ impl Session {
             backlog_bytes,
             retransmit_packets,
         };
-        let stream = self.streams.next_class(rank).and_then(|c| Some((rank(c)?, c)));
+        // The stream that sends next is also the one whose unsent bytes EDPF may skip: the
+        // first of its class in the queue is the first of the best rank.
+        let stream = self.streams.next_sender(rank).and_then(|(id, c)| Some((rank(c)?, c, id)));
         let datagram = self.datagrams.peek(rank).and_then(|d| Some((rank(d.class)?, d)));
-        let stream_info = |sp: u8, sc: u8| {
+        let stream_info = |sp: u8, sc: u8, id: u64| {
             let room = bytes - crate::wire::DATA_OVERHEAD;
-            let ahead = self.streams.unsent_packets(room, only(sc)).saturating_sub(1);
+            let ahead = self.streams.unsent_packets_of(id, room).saturating_sub(1);
             PacketInfo { class: sc, priority: sp, ahead_packets: ahead, ..base.clone() }
         };
         match (stream, datagram) {
-            (Some((sp, sc)), Some((dp, _))) if sp < dp => Some(stream_info(sp, sc)),
+            (Some((sp, sc, id)), Some((dp, _))) if sp < dp => Some(stream_info(sp, sc, id)),
             (_, Some((dp, d))) => Some(PacketInfo {
                 class: d.class,
                 priority: dp,
@@ -448,15 +458,22 @@ impl Session {
                 datagram: true,
                 ..base
             }),
-            (Some((sp, sc)), None) => Some(stream_info(sp, sc)),
+            (Some((sp, sc, id)), None) => Some(stream_info(sp, sc, id)),
             // Control frames alone.
             (None, None) => retransmit.then_some(base),
         }
     }
 
-    /// Views of every path for the scheduler; a packet of `bytes` may pass a full window by
-    /// `overdraft` bytes.
-    pub(super) fn path_views(&mut self, now: Timestamp, bytes: usize, overdraft: u64) -> Vec<PathView> {
+    /// Views of every path for the scheduler, written to `views` (the caller's reused
+    /// allocation); a packet of `bytes` may pass a full window by `overdraft` bytes.
+    pub(super) fn path_views(
+        &mut self,
+        now: Timestamp,
+        bytes: usize,
+        overdraft: u64,
+        views: &mut Vec<PathView>,
+    ) {
+        views.clear();
         // One-way delays: a path's RTT includes the return trip of the path its ACKs come back
         // on (half that path's minimum RTT), or half its own when they come back on itself.
         let returns: SmallVec<[(PathId, Duration); 8]> = self
@@ -468,54 +485,62 @@ impl Session {
         let admission = self.config.path_admission;
         let engaged = self.secondary_engaged(now);
         let pinned = &self.pinned;
-        self.paths
-            .iter_mut()
-            .filter(|p| p.state != PathState::Closed)
-            .map(|p| {
-                let rate = p.capacity(now);
-                let rate = p.max_rate.map_or(rate, |cap| rate.min(cap as f64));
-                let min_rtt = p.rtt.min();
-                let carrier = p
-                    .rtt
-                    .route()
-                    .filter(|r| *r != p.id)
-                    .and_then(|r| returns.iter().find(|(id, _)| *id == r).map(|(_, rtt)| *rtt));
-                let base = match carrier {
-                    Some(c) => min_rtt.saturating_sub(c / 2).max(c / 2),
-                    None => min_rtt / 2,
-                };
-                // What stands in the bottleneck queue: bytes in flight beyond the path's
-                // bandwidth-delay product, drained at its rate.
-                let pipe = rate * min_rtt.as_secs_f64();
-                let standing = (p.in_flight as f64 - pipe).max(0.0);
-                let one_way_delay = base + Duration::from_secs_f64(standing / rate.max(1.0));
-                PathView {
-                    id: p.id,
-                    usable: p.is_usable(),
-                    // A secondary path is active while the session engages it.
-                    status: match p.status() {
-                        PathStatusKind::Secondary if engaged => PathStatusKind::Active,
-                        s => s,
-                    },
-                    srtt: p.rtt.smoothed(),
-                    min_rtt,
-                    rttvar: p.rtt.var(),
-                    cwnd: p.cc.window(),
-                    in_flight: p.in_flight,
-                    ready_at: p.ready_at_over(now, bytes as u64, overdraft),
-                    rate,
-                    loss_rate: p.monitor.loss_rate,
-                    mtu: p.mtu,
-                    admitted: p.admitted || !admission,
-                    one_way_delay,
-                    queued_bytes: pinned.get(&p.id).map_or(0, |q| q.iter().map(Pinned::bytes).sum()),
-                    weight: p.weight,
-                }
-            })
-            .collect()
+        views.extend(self.paths.iter_mut().filter(|p| p.state != PathState::Closed).map(|p| {
+            let rate = p.capacity(now);
+            let rate = p.max_rate.map_or(rate, |cap| rate.min(cap as f64));
+            let min_rtt = p.rtt.min();
+            let carrier = p
+                .rtt
+                .route()
+                .filter(|r| *r != p.id)
+                .and_then(|r| returns.iter().find(|(id, _)| *id == r).map(|(_, rtt)| *rtt));
+            let base = match carrier {
+                Some(c) => min_rtt.saturating_sub(c / 2).max(c / 2),
+                None => min_rtt / 2,
+            };
+            // What stands in the bottleneck queue: bytes in flight beyond the path's
+            // bandwidth-delay product, drained at its rate.
+            let pipe = rate * min_rtt.as_secs_f64();
+            let standing = (p.in_flight as f64 - pipe).max(0.0);
+            let one_way_delay = base + Duration::from_secs_f64(standing / rate.max(1.0));
+            PathView {
+                id: p.id,
+                usable: p.is_usable(),
+                // A secondary path is active while the session engages it.
+                status: match p.status() {
+                    PathStatusKind::Secondary if engaged => PathStatusKind::Active,
+                    s => s,
+                },
+                srtt: p.rtt.smoothed(),
+                min_rtt,
+                rttvar: p.rtt.var(),
+                cwnd: p.cc.window(),
+                in_flight: p.in_flight,
+                ready_at: p.ready_at_over(now, bytes as u64, overdraft),
+                rate,
+                loss_rate: p.monitor.loss_rate,
+                mtu: p.mtu,
+                admitted: p.admitted || !admission,
+                one_way_delay,
+                queued_bytes: pinned.get(&p.id).map_or(0, |q| q.iter().map(Pinned::bytes).sum()),
+                weight: p.weight,
+            }
+        }));
     }
 
     fn poll_data(&mut self, now: Timestamp, buf: &mut Vec<u8>) -> Option<Transmit> {
+        let mut views = std::mem::take(&mut self.views);
+        let t = self.poll_data_with(now, buf, &mut views);
+        self.views = views;
+        t
+    }
+
+    fn poll_data_with(
+        &mut self,
+        now: Timestamp,
+        buf: &mut Vec<u8>,
+        views: &mut Vec<PathView>,
+    ) -> Option<Transmit> {
         self.next_send = None;
         self.datagrams.expire(now);
         let latency = self.class_limits.latency_active(now);
@@ -541,8 +566,9 @@ impl Session {
             // A small latency-sensitive datagram passes a window filled by bulk data.
             let urgent = info.datagram && class_limits::latency_sensitive(&self.config.class(info.class));
             let overdraft = if urgent { 2 * self.mtu() as u64 } else { 0 };
-            let views = self.path_views(now, info.bytes, overdraft);
-            let decision = self.scheduler_for(info.class).select(now, &views, &info);
+            self.path_views(now, info.bytes, overdraft, views);
+            let views = &*views;
+            let decision = self.scheduler_for(info.class).select(now, views, &info);
             let ready = |id| views.iter().any(|v| v.id == id && v.ready(now));
             match decision {
                 Decision::Send(id) => {
@@ -559,7 +585,7 @@ impl Session {
                         continue;
                     }
                     let at = views.iter().find(|v| v.id == id).and_then(|v| v.ready_at);
-                    return self.wait(now, &views, at);
+                    return self.wait(now, views, at);
                 }
                 Decision::Redundant(ids) => {
                     let idxs: SmallVec<[usize; 4]> =
@@ -578,7 +604,7 @@ impl Session {
                         continue;
                     }
                     let at = views.iter().filter_map(|v| v.ready_at).min();
-                    return self.wait(now, &views, at);
+                    return self.wait(now, views, at);
                 }
                 Decision::Ahead(id, skip) => {
                     let idx = self.paths.iter().position(|p| p.id == id)?;
@@ -588,9 +614,9 @@ impl Session {
                         }
                     }
                     let at = views.iter().filter(|v| !v.ready(now)).filter_map(|v| v.ready_at).min();
-                    return self.wait(now, &views, at);
+                    return self.wait(now, views, at);
                 }
-                Decision::Wait(t) => return self.wait(now, &views, t),
+                Decision::Wait(t) => return self.wait(now, views, t),
                 Decision::Drop => {
                     if !self.drop_head_datagram(now, info.class) {
                         return None;
@@ -708,11 +734,11 @@ impl Session {
         if b.frames.iter().any(|f| matches!(f, SentFrame::Stream { .. } | SentFrame::Datagram { .. })) {
             self.last_data_sent = Some(now);
         }
-        let payload = (!copies.is_empty()).then(|| buf[DATA_HEADER_LEN..].to_vec());
-        let frames = b.frames.clone();
+        // Frames and payload are copied only when a redundant copy is made.
+        let copy = (!copies.is_empty()).then(|| (buf[DATA_HEADER_LEN..].to_vec(), b.frames.clone()));
         let t = self.seal_and_record(now, b, buf, None);
         self.count_class(now, class, t.size);
-        if let Some(payload) = payload {
+        if let Some((payload, frames)) = copy {
             // Copies of datagrams are useless after their deadline; other copies are kept.
             let expires = if only_datagrams { earliest_deadline } else { None };
             for &c in copies {
@@ -807,6 +833,7 @@ impl Session {
             b.frames.push(SentFrame::StopSending { id });
             self.streams.on_stop_sent(id, crate::stream::FrameFate::Sent);
         }
+        self.streams.settle_resets_and_stops();
         while fits(buf) {
             let Some(path) = self.path_control.status.pop_first() else {
                 break;

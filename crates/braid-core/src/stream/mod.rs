@@ -181,6 +181,10 @@ pub struct Streams {
     pub reorder_max: usize,
     /// Stream bytes sent again after a loss or a path blackout.
     pub retransmitted_bytes: u64,
+    /// Some stream may owe RESET_STREAM or STOP_SENDING: set wherever one becomes owed,
+    /// cleared by `settle_resets_and_stops` once none is. The sender asks before every packet,
+    /// and scanning every stream each time was O(streams) per packet.
+    resets_or_stops_owed: bool,
 }
 
 impl Streams {
@@ -205,6 +209,7 @@ impl Streams {
             control: StreamControl::default(),
             reorder_max: 0,
             retransmitted_bytes: 0,
+            resets_or_stops_owed: false,
             limits,
         }
     }
@@ -318,6 +323,7 @@ impl Streams {
     pub fn reset(&mut self, id: StreamId, code: u64) -> Result<(), StreamError> {
         let s = self.streams.get_mut(&id.0).ok_or(StreamError::Unknown)?;
         s.send.reset(code);
+        self.resets_or_stops_owed = true;
         Ok(())
     }
 
@@ -325,6 +331,7 @@ impl Streams {
     pub fn stop(&mut self, id: StreamId, code: u64) -> Result<(), StreamError> {
         let s = self.streams.get_mut(&id.0).ok_or(StreamError::Unknown)?;
         s.recv.stop(code);
+        self.resets_or_stops_owed = true;
         self.maybe_forget(id.0);
         Ok(())
     }
@@ -486,6 +493,7 @@ impl Streams {
         if s.send.stopped.is_none() {
             s.send.stopped = Some(code);
             s.send.reset(code);
+            self.resets_or_stops_owed = true;
             self.events.push_back(StreamEvent::Stopped(StreamId(id), code));
         }
         Ok(())
@@ -553,11 +561,20 @@ impl Streams {
         self.send_queue.iter().filter_map(|id| self.streams.get(id)).any(|s| s.send.has_retransmit())
     }
 
-    /// The class of the stream that would send next (`rank`: see `next_chunk`).
-    pub fn next_class(&self, rank: impl Fn(u8) -> Option<u8>) -> Option<u8> {
+    /// The stream that would send next and its class (`rank`: see `next_chunk`): one scan of
+    /// the send queue answers both this and, with `unsent_packets_of`, what EDPF may skip.
+    pub fn next_sender(&self, rank: impl Fn(u8) -> Option<u8>) -> Option<(u64, u8)> {
         let credit = self.peer_max_data.saturating_sub(self.sent_data);
         let id = self.next_stream(credit, &rank)?;
-        self.streams.get(&id).map(|s| s.class)
+        self.streams.get(&id).map(|s| (id, s.class))
+    }
+
+    /// New bytes stream `id` could send, in packets of `room` bytes (what EDPF may skip).
+    pub fn unsent_packets_of(&self, id: u64, room: usize) -> u32 {
+        let credit = self.peer_max_data.saturating_sub(self.sent_data);
+        let Some(s) = self.streams.get(&id) else { return 0 };
+        let per = room.saturating_sub(encode::stream_header_len(id, u64::MAX >> 2, None)).max(1) as u64;
+        (s.send.unsent_bytes(credit) / per).min(u64::from(u32::MAX)) as u32
     }
 
     /// Takes the next chunk to send from the highest-priority stream with something to send
@@ -654,17 +671,6 @@ impl Streams {
         Some((id, chunk))
     }
 
-    /// New bytes the next stream could send, in packets of `room` bytes (what EDPF may skip).
-    pub fn unsent_packets(&self, room: usize, rank: impl Fn(u8) -> Option<u8>) -> u32 {
-        let credit = self.peer_max_data.saturating_sub(self.sent_data);
-        let Some(id) = self.next_stream(credit, &rank) else {
-            return 0;
-        };
-        let Some(s) = self.streams.get(&id) else { return 0 };
-        let per = room.saturating_sub(encode::stream_header_len(id, u64::MAX >> 2, None)).max(1) as u64;
-        (s.send.unsent_bytes(credit) / per).min(u64::from(u32::MAX)) as u32
-    }
-
     /// The stream `next_chunk` would serve (highest priority, first in turn).
     fn next_stream(&self, credit: u64, rank: &impl Fn(u8) -> Option<u8>) -> Option<u64> {
         let mut best: Option<(u64, u8)> = None;
@@ -752,10 +758,18 @@ impl Streams {
         }
     }
 
-    /// True when a RESET_STREAM or STOP_SENDING waits to be sent (one pass, no allocation:
-    /// the sender asks before every packet).
+    /// True when a RESET_STREAM or STOP_SENDING waits to be sent. O(1) while none is owed
+    /// (the sender asks before every packet).
     pub fn has_pending_resets_or_stops(&self) -> bool {
-        self.streams.values().any(|s| s.send.reset_pending || s.recv.stop_pending)
+        self.resets_or_stops_owed
+            && self.streams.values().any(|s| s.send.reset_pending || s.recv.stop_pending)
+    }
+
+    /// After the sender took what fitted: forgets that resets or stops are owed when none is.
+    pub fn settle_resets_and_stops(&mut self) {
+        if self.resets_or_stops_owed && !self.has_pending_resets_or_stops() {
+            self.resets_or_stops_owed = false;
+        }
     }
 
     /// Streams with RESET_STREAM to send: (id, code, final size).
@@ -772,7 +786,10 @@ impl Streams {
         if let Some(s) = self.streams.get_mut(&id) {
             match state {
                 FrameFate::Sent => s.send.reset_pending = false,
-                FrameFate::Lost => s.send.reset_pending = s.send.reset.is_some() && !s.send.reset_acked,
+                FrameFate::Lost => {
+                    s.send.reset_pending = s.send.reset.is_some() && !s.send.reset_acked;
+                    self.resets_or_stops_owed |= s.send.reset_pending;
+                }
                 FrameFate::Acked => s.send.reset_acked = true,
             }
         }
@@ -795,7 +812,10 @@ impl Streams {
         if let Some(s) = self.streams.get_mut(&id) {
             match state {
                 FrameFate::Sent => s.recv.stop_pending = false,
-                FrameFate::Lost => s.recv.stop_pending = true,
+                FrameFate::Lost => {
+                    s.recv.stop_pending = true;
+                    self.resets_or_stops_owed = true;
+                }
                 FrameFate::Acked => {}
             }
         }

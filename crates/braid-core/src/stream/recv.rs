@@ -19,6 +19,9 @@ pub enum RecvError {
 #[derive(Debug)]
 pub struct RecvStream {
     chunks: BTreeMap<u64, Bytes>,
+    /// Chunks at or beyond the contiguous end (held behind a gap), kept as chunks come and
+    /// the gap fills: the reorder-buffer occupancy, asked after every STREAM frame.
+    held: usize,
     received: RangeSet,
     read_offset: u64,
     highest: u64,
@@ -41,6 +44,7 @@ impl RecvStream {
     pub fn new(window: u64) -> Self {
         RecvStream {
             chunks: BTreeMap::new(),
+            held: 0,
             received: RangeSet::new(),
             read_offset: 0,
             highest: 0,
@@ -84,13 +88,22 @@ impl RecvStream {
         let start = offset.max(self.read_offset);
         let mut fresh = 0;
         if start < end {
+            let before = self.contiguous_end();
             for gap in self.received.gaps_in(start..end) {
                 let from = (gap.start - offset) as usize;
                 let to = (gap.end - offset) as usize;
                 fresh += (to - from) as u64;
                 self.chunks.insert(gap.start, data.slice(from..to));
+                if gap.start >= before {
+                    self.held += 1;
+                }
             }
             self.received.insert(start..end);
+            // What the filled gap released is in order now (each chunk is passed once).
+            let after = self.contiguous_end();
+            if after > before {
+                self.held -= self.chunks.range(before..after).count();
+            }
         }
         Ok((grew, fresh))
     }
@@ -103,13 +116,9 @@ impl RecvStream {
         }
     }
 
-    /// Chunks held behind a gap: the reorder-buffer occupancy in packets.
+    /// Chunks held behind a gap: the reorder-buffer occupancy in packets. O(1).
     pub fn out_of_order_chunks(&self) -> usize {
-        let c = self.contiguous_end();
-        if self.received.len() <= 1 && self.received.first().is_none_or(|r| r.start <= self.read_offset) {
-            return 0;
-        }
-        self.chunks.range(c..).count()
+        self.held
     }
 
     /// True when in-order data waits to be read.
@@ -184,6 +193,7 @@ impl RecvStream {
         self.final_size = Some(final_size);
         self.reset = Some(code);
         self.chunks.clear();
+        self.held = 0;
         self.received = RangeSet::new();
         Ok(grew)
     }
@@ -194,6 +204,7 @@ impl RecvStream {
             self.stopped = Some(code);
             self.stop_pending = true;
             self.chunks.clear();
+            self.held = 0;
             self.done = true;
         }
     }
@@ -220,6 +231,35 @@ mod tests {
         assert!(r.is_finished());
         assert_eq!(r.on_frame(0, Bytes::from_static(b"01"), false), Ok((0, 0)));
         assert!(r.read_chunk(10).is_none());
+    }
+
+    /// The kept count of held chunks equals a recount after every frame and read, with
+    /// frames arriving in a shuffled, overlapping, duplicated order.
+    #[test]
+    fn held_count_matches_a_recount() {
+        let recount = |r: &RecvStream| r.chunks.range(r.contiguous_end()..).count();
+        let data: Vec<u8> = (0..=255u8).cycle().take(4000).collect();
+        let mut seed = 7u64;
+        let mut next = move || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) as usize
+        };
+        let mut r = RecvStream::new(1 << 20);
+        let mut max_seen = 0;
+        for step in 0..600 {
+            let off = next() % 3900;
+            let len = 1 + next() % 100;
+            r.on_frame(off as u64, Bytes::copy_from_slice(&data[off..off + len]), false).unwrap();
+            assert_eq!(r.out_of_order_chunks(), recount(&r), "step {step}");
+            max_seen = max_seen.max(r.out_of_order_chunks());
+            if step % 7 == 0 {
+                r.read_chunk(50);
+                assert_eq!(r.out_of_order_chunks(), recount(&r), "step {step} after a read");
+            }
+        }
+        assert!(max_seen > 3, "the sequence must hold chunks behind gaps");
+        r.on_frame(0, Bytes::copy_from_slice(&data), false).unwrap();
+        assert_eq!(r.out_of_order_chunks(), 0);
     }
 
     #[test]
