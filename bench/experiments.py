@@ -1012,8 +1012,10 @@ single links uses each link alone, where its acks must take the slow reverse pat
 reason differs: braid's acks for both paths return on the faster one, so path 1's smoothed RTT
 stays near link 0's. With `--ack-path same-path` (last command) the pair carries
 {{same}} Mb/s and path 1's smoothed RTT is {{same_srtt}} ms against
-{{alone_srtt}} ms for link 1 alone: the server's acks for path 1 still do not take link 1's
-slow reverse direction — a behaviour of braid's ack routing to look into.
+{{alone_srtt}} ms for link 1 alone: its acks take link 1's slow reverse direction, and the pair
+still carries the sum. (Before each path's acks were kept to their own path or one carrier,
+every outgoing packet carried all pending ranges, and path 1's acks rode back on link 0 even
+here: 26 ms.)
 """
 
     def final():
