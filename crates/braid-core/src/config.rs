@@ -10,9 +10,10 @@ use std::time::Duration;
 /// On which path acknowledgements travel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum AckPath {
-    /// On the path whose packets they acknowledge.
+    /// On the path whose packets they acknowledge (also when they ride along in a packet).
     SamePath,
-    /// On the usable path with the lowest RTT (seed 003's offloading-ACK).
+    /// On the answering path with the lowest RTT among those with capacity to carry them
+    /// (seed 003's offloading-ACK); a path's ACKs never ride on a third path.
     #[default]
     LowestRtt,
 }

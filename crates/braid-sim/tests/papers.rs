@@ -476,8 +476,9 @@ fn seed004_edpf_delivers_steadily_where_wrr_bursts() {
     }
 }
 
-/// Seed 004 Figs. 16–18: one packet lost at 18 s. Only the receiver's buffer notices for a
-/// moment; the in-order goodput is back at once and the other routes never slow down.
+/// Seed 004 Figs. 16–18: one packet lost at 18 s. In the paper only the receiver's buffer
+/// notices, for a moment; in braid the in-order goodput is back at once, the other routes never
+/// slow down, and the buffer stays within a few packets of its loss-free level.
 #[test]
 fn seed004_single_loss_costs_a_moment_not_the_rate() {
     let run_with = |first: &str| {
@@ -501,7 +502,7 @@ fn seed004_single_loss_costs_a_moment_not_the_rate() {
     // The paper's buffer swells to 70–80 packets behind the gap; braid's stays near its
     // loss-free level (6 against 7 without the loss when this was written).
     let (l, c) = (lossy.reorder_max_steady_packets, clean.reorder_max_steady_packets);
-    assert!(l <= 40 && l <= c + 10, "the buffer holds what arrives behind the gap: {l} (no loss: {c})");
+    assert!(l <= 40 && l <= c + 10, "the buffer behind the gap: {l} (no loss: {c})");
 }
 
 /// Seed 002 Figs. 2 and 4: at 10 Mb/s and 90 ms of forward delay disparity the paper's striped

@@ -162,7 +162,8 @@ pub struct PacketInfo {
     pub ahead_packets: u32,
     /// Bytes waiting to be sent in total (stream data not yet sent, queued datagrams).
     pub backlog_bytes: u64,
-    /// Stream data queued for retransmission, in packets (this one included when it is one).
+    /// The stream's data queued for retransmission, in packets (this one included when it is
+    /// one): it leaves before the stream's new data.
     pub retransmit_packets: u32,
 }
 

@@ -39,13 +39,13 @@ fn liveness(path: &crate::path::Path) -> Duration {
     path.rtt.smoothed().max(LIVENESS_MIN)
 }
 
-/// A packet being built in the caller's buffer.
 /// Capacity a path needs, per packet per second that another path receives, to carry that
 /// path's ACKs: an ACK-only packet of about 80 bytes on the wire per two packets received, at
 /// most a quarter of the carrier. A 20 kbit/s path that carried the ACKs of a 100 Mbit/s one
 /// queued them for seconds, and the fast path's sender crawled at 1.3 Mbit/s (simulator).
 const ACK_CARRIER_BYTES_PER_PACKET: f64 = 160.0;
 
+/// A packet being built in the caller's buffer.
 pub(super) struct Builder {
     pub(super) idx: usize,
     pub(super) pn: u64,
@@ -143,7 +143,8 @@ impl Session {
         Transmit { path: path.id, destination: destination.unwrap_or(path.remote), source: path.local, size }
     }
 
-    /// Appends ACK frames for every path with something worth acknowledging.
+    /// Appends ACK frames for the paths whose ACKs this packet's path carries (itself, and
+    /// those it is the carrier of) that have something worth acknowledging.
     pub(super) fn write_acks(
         &mut self,
         now: Timestamp,
@@ -155,6 +156,10 @@ impl Session {
             // A path's ACK rides on itself or on its carrier, never on a third path: every RTT
             // sample of a path then sees one return route, and a slow path does not carry the
             // ranges of a fast one (EDPF's in-flight bound and the monitor read the minimum RTT).
+            let r = &self.paths[i].received;
+            if !(r.ack_due(now) || (all_pending && r.has_pending_eliciting())) {
+                continue;
+            }
             if i != b.idx && self.offload_carrier(i, now) != Some(b.idx) {
                 continue;
             }
@@ -339,19 +344,22 @@ impl Session {
     /// Offloading-ACK (seed 003): the path that carries `for_idx`'s ACKs — the fastest path
     /// that is known to be answering, among those that carry data (a backup or metered path
     /// carries ACKs only when no other can) and whose capacity carries the ACK load with room
-    /// to spare ([`ACK_CARRIER_BYTES_PER_PACKET`]). None with no active path.
+    /// to spare ([`ACK_CARRIER_BYTES_PER_PACKET`]); when none has, the fastest answering path
+    /// all the same (never a suspect path's own dead link). None with no active path.
     fn offload_carrier(&self, for_idx: usize, now: Timestamp) -> Option<usize> {
         if self.config.ack_path == AckPath::SamePath && self.paths[for_idx].state != PathState::Closed {
             return Some(for_idx);
         }
         let need = self.paths[for_idx].received.packet_rate(now) * ACK_CARRIER_BYTES_PER_PACKET;
-        self.paths
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| p.state == PathState::Active)
-            .filter(|(i, p)| *i == for_idx || p.capacity(now) >= need)
-            .min_by_key(|(_, p)| (p.status() != PathStatusKind::Active, p.rtt.smoothed(), p.id))
-            .map(|(i, _)| i)
+        let rank = |(_, p): &(usize, &crate::path::Path)| {
+            (p.status() != PathStatusKind::Active, p.rtt.smoothed(), p.id)
+        };
+        let active = || self.paths.iter().enumerate().filter(|(_, p)| p.state == PathState::Active);
+        let bears = |(i, p): &(usize, &crate::path::Path)| {
+            let capacity = p.max_rate.map_or(p.capacity(now), |cap| p.capacity(now).min(cap as f64));
+            *i == for_idx || capacity >= need
+        };
+        active().filter(bears).min_by_key(rank).or_else(|| active().min_by_key(rank)).map(|(i, _)| i)
     }
 
     fn poll_acks(&mut self, now: Timestamp, buf: &mut Vec<u8>) -> Option<Transmit> {
@@ -422,12 +430,6 @@ impl Session {
         let limits = &self.class_limits;
         let rank = |c: u8| limits.rank(now, c, &cfg.class(c));
         let retransmit = self.has_control() || self.streams.has_retransmit();
-        let room = (bytes - crate::wire::DATA_OVERHEAD).max(1) as u64;
-        let retransmit_packets = if retransmit {
-            self.streams.retransmit_bytes().div_ceil(room).min(u64::from(u32::MAX)) as u32
-        } else {
-            0
-        };
         let base = PacketInfo {
             class: 0,
             priority: 0,
@@ -437,7 +439,7 @@ impl Session {
             datagram: false,
             ahead_packets: 0,
             backlog_bytes,
-            retransmit_packets,
+            retransmit_packets: 0,
         };
         // The stream that sends next is also the one whose unsent bytes EDPF may skip: the
         // first of its class in the queue is the first of the best rank.
@@ -446,7 +448,10 @@ impl Session {
         let stream_info = |sp: u8, sc: u8, id: u64| {
             let room = bytes - crate::wire::DATA_OVERHEAD;
             let ahead = self.streams.unsent_packets_of(id, room).saturating_sub(1);
-            PacketInfo { class: sc, priority: sp, ahead_packets: ahead, ..base.clone() }
+            // What this stream has queued for retransmission goes before its new data.
+            let rtx = self.streams.retransmit_bytes_of(id).div_ceil(room.max(1) as u64);
+            let retransmit_packets = rtx.min(u64::from(u32::MAX)) as u32;
+            PacketInfo { class: sc, priority: sp, ahead_packets: ahead, retransmit_packets, ..base.clone() }
         };
         match (stream, datagram) {
             (Some((sp, sc, id)), Some((dp, _))) if sp < dp => Some(stream_info(sp, sc, id)),

@@ -551,9 +551,9 @@ impl Streams {
             .any(|s| s.send.has_sendable(credit) || s.announce)
     }
 
-    /// Bytes queued for retransmission over all streams.
-    pub fn retransmit_bytes(&self) -> u64 {
-        self.send_queue.iter().filter_map(|id| self.streams.get(id)).map(|s| s.send.retransmit_bytes()).sum()
+    /// Bytes stream `id` has queued for retransmission.
+    pub fn retransmit_bytes_of(&self, id: u64) -> u64 {
+        self.streams.get(&id).map_or(0, |s| s.send.retransmit_bytes())
     }
 
     /// True when some stream has retransmissions queued.
@@ -658,6 +658,8 @@ impl Streams {
         let credit = self.peer_max_data.saturating_sub(self.sent_data);
         let id = self.next_stream(credit, &rank)?;
         let s = self.streams.get_mut(&id)?;
+        // Queued retransmissions do not stop it: EDPF sends new data ahead past them when the
+        // earliest path delivers them all first.
         if s.announce || s.send.has_retransmit() {
             return None;
         }
