@@ -242,6 +242,12 @@ impl Path {
         self.monitor.capacity(now, self.cc.bandwidth(), fallback).max(1.0)
     }
 
+    /// The capacity this path may use: its estimate, under the client's cap if it has one.
+    pub fn usable_capacity(&self, now: Timestamp) -> f64 {
+        let rate = self.capacity(now);
+        self.max_rate.map_or(rate, |cap| rate.min(cap as f64))
+    }
+
     /// Anti-amplification (RFC 9000 §8): before the server has validated a path it sends at
     /// most three times what it received on it. Returns the bytes it may still send.
     pub fn amplification_budget(&self, server: bool) -> usize {

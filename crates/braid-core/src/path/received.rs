@@ -136,6 +136,12 @@ impl Received {
         self.pending && self.eliciting_since_ack > 0
     }
 
+    /// True when an ACK should be written now: it is due, or (with `all_pending`) an
+    /// ack-eliciting packet is still unacknowledged.
+    pub fn ack_wanted(&self, now: Timestamp, all_pending: bool) -> bool {
+        self.ack_due(now) || (all_pending && self.has_pending_eliciting())
+    }
+
     /// When a delayed ACK must leave, if one is waiting.
     pub fn ack_deadline(&self) -> Option<Timestamp> {
         if self.pending {

@@ -156,8 +156,7 @@ impl Session {
             // A path's ACK rides on itself or on its carrier, never on a third path: every RTT
             // sample of a path then sees one return route, and a slow path does not carry the
             // ranges of a fast one (EDPF's in-flight bound and the monitor read the minimum RTT).
-            let r = &self.paths[i].received;
-            if !(r.ack_due(now) || (all_pending && r.has_pending_eliciting())) {
+            if !self.paths[i].received.ack_wanted(now, all_pending) {
                 continue;
             }
             if i != b.idx && self.offload_carrier(i, now) != Some(b.idx) {
@@ -185,9 +184,7 @@ impl Session {
         if room < 32 {
             return false;
         }
-        let r = &self.paths[i].received;
-        let wanted = r.ack_due(now) || (all_pending && r.has_pending_eliciting());
-        if !wanted {
+        if !self.paths[i].received.ack_wanted(now, all_pending) {
             return true;
         }
         let id = self.paths[i].id;
@@ -355,10 +352,7 @@ impl Session {
             (p.status() != PathStatusKind::Active, p.rtt.smoothed(), p.id)
         };
         let active = || self.paths.iter().enumerate().filter(|(_, p)| p.state == PathState::Active);
-        let bears = |(i, p): &(usize, &crate::path::Path)| {
-            let capacity = p.max_rate.map_or(p.capacity(now), |cap| p.capacity(now).min(cap as f64));
-            *i == for_idx || capacity >= need
-        };
+        let bears = |(i, p): &(usize, &crate::path::Path)| *i == for_idx || p.usable_capacity(now) >= need;
         active().filter(bears).min_by_key(rank).or_else(|| active().min_by_key(rank)).map(|(i, _)| i)
     }
 
@@ -491,8 +485,7 @@ impl Session {
         let engaged = self.secondary_engaged(now);
         let pinned = &self.pinned;
         views.extend(self.paths.iter_mut().filter(|p| p.state != PathState::Closed).map(|p| {
-            let rate = p.capacity(now);
-            let rate = p.max_rate.map_or(rate, |cap| rate.min(cap as f64));
+            let rate = p.usable_capacity(now);
             let min_rtt = p.rtt.min();
             let carrier = p
                 .rtt
