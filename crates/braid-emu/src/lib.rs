@@ -6,7 +6,9 @@
 //! from a socket of its own (so every relay is a distinct path to the server) and sends the
 //! server's answers back, each direction shaped by the link model. No root is needed; `braid
 //! demo` and the end-to-end tests run on these relays, assembled by [`testbed`].
+//! A [`bottleneck::Bottleneck`] is one shaped link that many clients share.
 
+pub mod bottleneck;
 mod relay;
 pub mod testbed;
 

@@ -1,0 +1,359 @@
+//! Many sessions on one server (issue 13): the server's memory with N idle sessions, and how
+//! evenly M active sessions share what the server can carry. Loopback, no root.
+//!
+//! The server runs in a child process (this binary, `serve` mode), so its resident memory
+//! (`VmRSS` in /proc) is its own; the clients all run in this process, one `braid client`
+//! session each, with fresh keys from the OS. Phase 1 brings up `--sessions` sessions, leaves
+//! them idle (keepalives only) for `--idle`, and reads the server's RSS before and after, and
+//! its CPU time while idle. Phase 2 makes `--active` of them download from a local TCP source
+//! through their SOCKS5 front ends at once for `--duration`, all through one shaped link
+//! (`--bottleneck 200mbit/10ms`, the simulator's link spec), or, without it, with the
+//! machine's CPU as the shared bottleneck (server, clients and sources compete). It prints each session's
+//! goodput over the second half, their spread (largest deviation from the mean, as a share of
+//! the mean) and Jain's fairness index.
+//!
+//!     cargo run --release -p braid-emu --example many_sessions -- --sessions 1000 --active 0
+//!     cargo run --release -p braid-emu --example many_sessions -- --sessions 100 --active 100 --bottleneck 200mbit/10ms
+//!
+//! Targets (issue 13): ≤ 100 MB server RSS with 1,000 idle sessions; 100 active sessions within
+//! 10 % of each other. The last line is one JSON object with the figures.
+
+use braid_core::{SessionConfig, StaticSecret};
+use braid_daemon::config::{ClientPolicy, UsageFile};
+use braid_daemon::egress::EgressPolicy;
+use braid_daemon::{start_client, start_server, ClientHandle, ServerSettings};
+use braid_emu::bottleneck::Bottleneck;
+use braid_emu::testbed::{client_settings, Keys, TestbedConfig};
+use braid_sim::LinkSpec;
+use fast_socks5::client::{Config, Socks5Stream};
+use std::io::{BufRead, BufReader, Write};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+/// Command-line options (all optional).
+struct Args {
+    sessions: usize,
+    active: usize,
+    idle: Duration,
+    duration: Duration,
+    bottleneck: Option<LinkSpec>,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut a = Args {
+        sessions: 1000,
+        active: 100,
+        idle: Duration::from_secs(10),
+        duration: Duration::from_secs(20),
+        bottleneck: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
+        let secs = |v: &str| v.trim_end_matches('s').parse::<f64>().map(Duration::from_secs_f64);
+        match flag.as_str() {
+            "--sessions" => a.sessions = value.parse().map_err(|e| format!("--sessions: {e}"))?,
+            "--active" => a.active = value.parse().map_err(|e| format!("--active: {e}"))?,
+            "--idle" => a.idle = secs(&value).map_err(|e| format!("--idle: {e}"))?,
+            "--duration" => a.duration = secs(&value).map_err(|e| format!("--duration: {e}"))?,
+            "--bottleneck" => {
+                a.bottleneck = Some(LinkSpec::parse(&value).map_err(|e| format!("--bottleneck: {e}"))?)
+            }
+            _ => return Err(format!("unknown option {flag}")),
+        }
+    }
+    if a.active > a.sessions {
+        return Err("--active cannot exceed --sessions".into());
+    }
+    Ok(a)
+}
+
+/// `serve`: reads the server secret and the client public keys (base64, one per line) from
+/// stdin, starts a server on 127.0.0.1, prints its address, and runs until killed.
+async fn serve() {
+    let mut lines = BufReader::new(std::io::stdin()).lines().map_while(Result::ok);
+    let secret: StaticSecret = lines.next().expect("server secret").parse().expect("server secret");
+    let clients = lines
+        .enumerate()
+        .map(|(i, l)| ClientPolicy {
+            name: format!("c{i}"),
+            key: l.parse().expect("client key"),
+            max_streams: 64,
+            max_udp: 8,
+        })
+        .collect();
+    let settings = ServerSettings {
+        listen: "127.0.0.1:0".parse().expect("literal"),
+        secret,
+        clients,
+        egress: EgressPolicy::open(),
+        status: None,
+        status_token_file: None,
+        session: SessionConfig::default(),
+    };
+    let server = start_server(settings).await.expect("server starts");
+    println!("{}", server.addr);
+    std::io::stdout().flush().expect("stdout");
+    std::future::pending::<()>().await;
+}
+
+/// The server child process; killed on drop.
+struct ServerProcess {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl ServerProcess {
+    fn start(secret: &StaticSecret, clients: &[Keys]) -> Result<ServerProcess, String> {
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let mut child = Command::new(exe)
+            .arg("serve")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start the server process: {e}"))?;
+        let mut input = child.stdin.take().expect("piped");
+        let mut text = format!("{}\n", secret.to_base64());
+        for k in clients {
+            text.push_str(&format!("{}\n", k.client.public_key()));
+        }
+        input.write_all(text.as_bytes()).map_err(|e| e.to_string())?;
+        drop(input);
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("piped"))
+            .read_line(&mut line)
+            .map_err(|e| e.to_string())?;
+        let addr = line.trim().parse().map_err(|e| format!("server address '{}': {e}", line.trim()))?;
+        Ok(ServerProcess { child, addr })
+    }
+
+    /// (resident KB, peak resident KB) from /proc.
+    fn memory_kb(&self) -> (u64, u64) {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
+        let field = |name: &str| {
+            status
+                .lines()
+                .find(|l| l.starts_with(name))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0)
+        };
+        (field("VmRSS:"), field("VmHWM:"))
+    }
+
+    /// User + system CPU seconds so far.
+    fn cpu_seconds(&self) -> f64 {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
+        // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+        let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+        let f: Vec<f64> = rest.split_whitespace().map(|x| x.parse().unwrap_or(0.0)).collect();
+        // 100 ticks a second is the Linux user-space clock on every supported architecture.
+        f.get(11).zip(f.get(12)).map(|(u, s)| (u + s) / 100.0).unwrap_or(0.0)
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A TCP source that sends without end to every connection.
+async fn endless_source() -> std::io::Result<SocketAddr> {
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    tokio::spawn(async move {
+        let block = Arc::new(vec![0x5au8; 64 * 1024]);
+        while let Ok((mut conn, _)) = listener.accept().await {
+            let block = block.clone();
+            tokio::spawn(async move { while conn.write_all(&block).await.is_ok() {} });
+        }
+    });
+    Ok(addr)
+}
+
+/// Reads from `target` through the SOCKS5 proxy at `socks`, adding to `count`, until `end`.
+async fn drain(
+    socks: SocketAddr,
+    target: SocketAddr,
+    count: Arc<AtomicU64>,
+    end: Instant,
+) -> Result<(), String> {
+    let mut s = Socks5Stream::connect(socks, target.ip().to_string(), target.port(), Config::default())
+        .await
+        .map_err(|e| format!("SOCKS5 through {socks}: {e}"))?;
+    let mut buf = vec![0u8; 64 * 1024];
+    while Instant::now() < end {
+        match tokio::time::timeout_at(end.into(), s.read(&mut buf)).await {
+            Ok(Ok(0)) => return Err("the source closed early".into()),
+            Ok(Ok(n)) => {
+                count.fetch_add(n as u64, Ordering::Relaxed);
+            }
+            Ok(Err(e)) => return Err(e.to_string()),
+            Err(_) => break,
+        }
+    }
+    Ok(())
+}
+
+async fn run(args: Args) -> Result<(), String> {
+    let server_secret = braid_daemon::keyfile::generate();
+    let keys: Vec<Keys> = (0..args.sessions)
+        .map(|_| Keys { client: braid_daemon::keyfile::generate(), server: server_secret.clone() })
+        .collect();
+    let server = ServerProcess::start(&server_secret, &keys)?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (rss_empty, _) = server.memory_kb();
+    println!("server {} up: {:.1} MB resident with no session", server.addr, rss_empty as f64 / 1024.0);
+
+    // Every session through one shared link, or straight to the server.
+    let bottleneck = match &args.bottleneck {
+        Some(spec) => Some(
+            Bottleneck::start(server.addr, spec.clone(), 11).await.map_err(|e| format!("bottleneck: {e}"))?,
+        ),
+        None => None,
+    };
+    let to = bottleneck.as_ref().map_or(server.addr, |b| b.addr);
+    let started = Instant::now();
+    let mut clients: Vec<ClientHandle> = Vec::with_capacity(args.sessions);
+    for (i, k) in keys.iter().enumerate() {
+        let mut cfg = TestbedConfig::new(Vec::new());
+        cfg.socks = i < args.active;
+        cfg.usage_file = UsageFile::Off;
+        let settings = client_settings(k, server.addr, &[to], &cfg);
+        clients.push(start_client(settings).await.map_err(|e| format!("client {i}: {e}"))?);
+    }
+    let deadline =
+        Instant::now() + Duration::from_secs(60).max(Duration::from_millis(60 * args.sessions as u64));
+    for (i, c) in clients.iter().enumerate() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if !c.wait_connected(left).await {
+            return Err(format!("session {i} did not come up within {:?} of the start", deadline - started));
+        }
+    }
+    println!(
+        "{} sessions up in {:.1} s; idle for {:?}",
+        args.sessions,
+        started.elapsed().as_secs_f64(),
+        args.idle
+    );
+    let cpu0 = server.cpu_seconds();
+    tokio::time::sleep(args.idle).await;
+    let cpu_idle = server.cpu_seconds() - cpu0;
+    let (rss_idle, hwm_idle) = server.memory_kb();
+    let per_session = (rss_idle.saturating_sub(rss_empty)) as f64 / args.sessions.max(1) as f64;
+    println!(
+        "idle: server {:.1} MB resident (peak {:.1} MB), {:.1} KB per session; {:.3} CPU-s over {:?} ({:.2} % of a core)",
+        rss_idle as f64 / 1024.0,
+        hwm_idle as f64 / 1024.0,
+        per_session,
+        cpu_idle,
+        args.idle,
+        100.0 * cpu_idle / args.idle.as_secs_f64()
+    );
+
+    let mut rates = Vec::new();
+    if args.active > 0 {
+        let source = endless_source().await.map_err(|e| format!("source: {e}"))?;
+        let end = Instant::now() + args.duration;
+        let counts: Vec<Arc<AtomicU64>> = (0..args.active).map(|_| Arc::default()).collect();
+        let mut tasks = Vec::new();
+        for (c, count) in clients.iter().zip(&counts) {
+            let socks = c.socks_addr.ok_or("an active client serves SOCKS5")?;
+            tasks.push(tokio::spawn(drain(socks, source, count.clone(), end)));
+        }
+        // Goodput over the second half, once every session's controller has ramped up.
+        tokio::time::sleep(args.duration / 2).await;
+        let half: Vec<u64> = counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+        let t_half = Instant::now();
+        for (i, t) in tasks.into_iter().enumerate() {
+            t.await.map_err(|e| e.to_string())?.map_err(|e| format!("session {i}: {e}"))?;
+        }
+        let secs = t_half.elapsed().as_secs_f64();
+        rates = counts
+            .iter()
+            .zip(&half)
+            .map(|(c, h)| (c.load(Ordering::Relaxed) - h) as f64 * 8.0 / secs / 1e6)
+            .collect();
+    }
+    let (rss_end, hwm_end) = server.memory_kb();
+    if !rates.is_empty() {
+        let mut order: Vec<usize> = (0..rates.len()).collect();
+        order.sort_by(|&a, &b| rates[a].total_cmp(&rates[b]));
+        let show =
+            |ix: &[usize]| ix.iter().map(|&i| format!("#{i} {:.2}", rates[i])).collect::<Vec<_>>().join(", ");
+        let k = order.len().min(3);
+        println!("slowest: {}; fastest: {}", show(&order[..k]), show(&order[order.len() - k..]));
+    }
+    let n = rates.len().max(1) as f64;
+    // (An empty float sum is -0.0.)
+    let total = if rates.is_empty() { 0.0 } else { rates.iter().sum::<f64>() };
+    let mean = total / n;
+    let (min, max) = rates.iter().fold((f64::MAX, 0.0f64), |(lo, hi), &r| (lo.min(r), hi.max(r)));
+    let spread = rates.iter().map(|r| (r - mean).abs()).fold(0.0, f64::max) / mean.max(1e-9);
+    let jain = total.powi(2) / (n * rates.iter().map(|r| r * r).sum::<f64>()).max(1e-9);
+    if !rates.is_empty() {
+        println!(
+            "active: {} sessions, {:.1} Mbit/s in all; each mean {:.2}, min {:.2}, max {:.2} Mbit/s; \
+             largest deviation {:.1} % of the mean; Jain {:.4}; server {:.1} MB resident (peak {:.1} MB)",
+            rates.len(),
+            total,
+            mean,
+            min,
+            max,
+            100.0 * spread,
+            jain,
+            rss_end as f64 / 1024.0,
+            hwm_end as f64 / 1024.0
+        );
+    }
+    println!(
+        "{{\"sessions\":{},\"server_rss_empty_mb\":{:.2},\"server_rss_idle_mb\":{:.2},\"idle_kb_per_session\":{:.1},\
+         \"idle_cpu_percent\":{:.3},\"active\":{},\"active_total_mbps\":{:.2},\"active_min_mbps\":{:.3},\
+         \"active_max_mbps\":{:.3},\"active_max_deviation\":{:.4},\"jain\":{:.5},\"server_rss_peak_mb\":{:.2}}}",
+        args.sessions,
+        rss_empty as f64 / 1024.0,
+        rss_idle as f64 / 1024.0,
+        per_session,
+        100.0 * cpu_idle / args.idle.as_secs_f64(),
+        rates.len(),
+        total,
+        if rates.is_empty() { 0.0 } else { min },
+        max,
+        spread,
+        jain,
+        hwm_end as f64 / 1024.0
+    );
+    for c in &clients {
+        c.stop();
+    }
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    if std::env::args().nth(1).as_deref() == Some("serve") {
+        serve().await;
+        return std::process::ExitCode::SUCCESS;
+    }
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("many_sessions: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    match run(args).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("many_sessions: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
