@@ -294,6 +294,11 @@ impl Path {
         self.cc.set_latency_bound(on);
     }
 
+    /// The congestion window, in bytes.
+    pub fn window(&self) -> u64 {
+        self.cc.window()
+    }
+
     /// Room left in the congestion window, in bytes.
     pub fn window_room(&self) -> u64 {
         self.cc.window().saturating_sub(self.in_flight)

@@ -2,6 +2,8 @@
 //! 100 ms from `poll_transmit` (no timer of its own: it rides on the traffic and keepalives
 //! that wake the session anyway):
 //!
+//! * every stream's send buffer is sized from the paths' congestion windows
+//!   (`Streams::size_send_buffer`);
 //! * the traffic classes' measured rates go to the schedulers (`Scheduler::on_classes`);
 //! * a packet pair is asked for on every path that is not saturated and whose last pair is
 //!   old (`Monitor::maybe_request_pair`), and paths left out by admission are pinged up to
@@ -30,6 +32,8 @@ impl Session {
         }
         self.next_housekeeping = now + HOUSEKEEPING;
         self.update_secondary(now);
+        let windows: u64 = self.paths.iter().filter(|p| p.is_usable()).map(|p| p.window()).sum();
+        self.streams.size_send_buffer(windows.saturating_mul(4));
         let classes = self.class_views(now);
         if !classes.is_empty() {
             self.scheduler.on_classes(now, &classes);
