@@ -93,7 +93,15 @@ impl RecvStream {
                 let from = (gap.start - offset) as usize;
                 let to = (gap.end - offset) as usize;
                 fresh += (to - from) as u64;
-                self.chunks.insert(gap.start, data.slice(from..to));
+                // A chunk held behind a gap may wait a round trip or more; a slice would keep
+                // the whole receive batch it came in (tens of datagrams) alive that long, so
+                // it gets its own copy. Chunks in order are read soon and stay slices.
+                let chunk = if gap.start > before {
+                    Bytes::copy_from_slice(&data[from..to])
+                } else {
+                    data.slice(from..to)
+                };
+                self.chunks.insert(gap.start, chunk);
                 if gap.start >= before {
                     self.held += 1;
                 }
@@ -213,6 +221,19 @@ impl RecvStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_held_chunk_does_not_keep_its_receive_batch_alive() {
+        let batch = Bytes::from(vec![7u8; 64 * 1024]);
+        let range = batch.as_ptr() as usize..batch.as_ptr() as usize + batch.len();
+        let mut r = RecvStream::new(1 << 20);
+        r.on_frame(1000, batch.slice(0..1000), false).unwrap();
+        r.on_frame(0, batch.slice(1000..2000), false).unwrap();
+        let held = &r.chunks[&1000];
+        assert!(!range.contains(&(held.as_ptr() as usize)), "the held chunk is a copy");
+        let in_order = &r.chunks[&0];
+        assert!(range.contains(&(in_order.as_ptr() as usize)), "the in-order chunk stays a slice");
+    }
 
     #[test]
     fn reorders_and_dedupes() {
