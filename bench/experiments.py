@@ -435,6 +435,15 @@ def seed003():
             off = run(*links(fast, slow), "--congestion", cc, "--no-blackout-freeze", "--duration", "100s")
             ideal = run(*links(clean, slow), "--congestion", cc, "--duration", "100s")
             freeze_runs.append((label, cc, on, off, ideal, down))
+    # The paper's baseline is one TCP connection on the Wi-Fi alone: the same blackouts on a
+    # single path, where no second path takes the data during the silence.
+    single_runs = []
+    for owd in ("25ms", "100ms"):
+        one = f"11.6mbit/{owd}/{bo}"
+        on = run(*links(one), "--congestion", "newreno", "--duration", "100s")
+        off = run(*links(one), "--congestion", "newreno", "--no-blackout-freeze", "--duration", "100s")
+        ideal = run(*links(f"11.6mbit/{owd}"), "--congestion", "newreno", "--duration", "100s")
+        single_runs.append((owd, on, off, ideal))
     loss_runs = []
     for loss in ("0.1", "1", "3"):
         for cc in ("newreno", "bbr"):
@@ -455,6 +464,17 @@ def seed003():
                          mbit(avail), f"{g_on / avail:.2f}", p[0]["blackouts"]])
         return table(["blackouts", "congestion", "no freeze Mb/s", "freeze Mb/s", "gain",
                       "ideal × availability", "freeze / ideal", "blackouts seen"], rows)
+
+    def single_table():
+        rows = []
+        for owd, on, off, ideal in single_runs:
+            g_on, g_off, g_i = on.result["goodput_bps"], off.result["goodput_bps"], ideal.result["goodput_bps"]
+            rtt = 2 * int(owd[:-2])
+            paper = "+87 %" if rtt == 50 else "+161 %"
+            rows.append([f"{rtt} ms", mbit(g_off), mbit(g_on), f"{100 * (g_on / g_off - 1):+.0f} %", paper,
+                         f"{g_off / (0.92 * g_i):.2f}"])
+        return table(["Wi-Fi RTT", "no freeze Mb/s", "freeze Mb/s", "gain", "paper's gain",
+                      "no freeze / (ideal × 0.92)"], rows)
 
     def loss_table():
         rows = []
@@ -486,11 +506,36 @@ Blackout freeze (goodput over the whole run):
 
 {freeze_table()}
 
+Why the paper's gain is larger — its baseline is one TCP connection on the Wi-Fi alone. The same
+2 s blackouts on a single path (`newreno`, no 3G link), freeze against no freeze:
+
+{single_table()}
+
+Even alone on one path, braid's unfrozen NewReno loses little more than the blackouts
+themselves (last column: against the loss-free run × 92 % availability), so the paper's
++87–161 % does not come from braid's second path taking the data: it lies in the paper's TCP
+baseline, which braid does not imitate. braid probes a suspect path at least every 250 ms,
+never backed off beyond that (`path::loss::MAX_PROBE_INTERVAL`), so it resumes within 250 ms
+of the link's return, and its unfrozen controller slow-starts from two packets back up to the
+ssthresh it kept (RFC 9002's persistent congestion collapses the window, not ssthresh);
+freezing saves only that slow start, which grows with the RTT (the 200 ms row). A TCP sender
+instead backs its retransmission timer off (RFC 6298: at least 1 s, doubling; retransmissions
+1, 3, 7 s after the silence starts, so a 2 s blackout idles the link 3 s, or 7 s once the
+timer had grown past 1 s), restarts from one segment with ssthresh halved (RFC 5681), and
+climbs the second half of its window one segment per RTT: about 25 RTTs (1.3 s) at 50 ms,
+about 100 RTTs (20 s, longer than the 18 s between blackouts) at 200 ms — which is why the
+paper's gain grows with the RTT. That arithmetic gives about +7 % to +30 % at 50 ms, not +87 %: the
+paper's baseline lost more per blackout than the RFC timers alone explain (its blackouts come
+"every 20 seconds on average", and it does not say how long its TCP stayed idle). braid has no
+mode that imitates TCP's timeout backoff, so that baseline is not simulated here; the single-path
+rows show that braid's own recovery is what keeps its gain small.
+
 Loss discrimination, random loss on the Wi-Fi path:
 
 {loss_table()}
 
-{commands([r for x in freeze_runs for r in x[2:5]] + [r for x in loss_runs for r in x[2:]])}
+{commands([r for x in freeze_runs for r in x[2:5]] + [r for x in single_runs for r in x[1:]]
+          + [r for x in loss_runs for r in x[2:]])}
 
 **Differences.** braid's gain from freezing is far smaller than the paper's at 50 ms: the
 paper's default TCP also lost time to its retransmission-timeout backoff after each blackout,
@@ -505,7 +550,8 @@ does not cut its rate for random loss in the first place, so discrimination chan
 for it.
 """
 
-    return text, [r for x in freeze_runs for r in x[2:5]] + [r for x in loss_runs for r in x[2:]]
+    return text, ([r for x in freeze_runs for r in x[2:5]] + [r for x in single_runs for r in x[1:]]
+                  + [r for x in loss_runs for r in x[2:]])
 
 
 def seed002_admission():
