@@ -218,6 +218,14 @@ mod tests {
         let mut many = vec![0x03, 0, 0];
         varint::put(&mut many, 1000);
         assert!(Policy::decode(&many).is_err(), "too many classes");
+        // A class's flags byte (the last before the path count) knows bit 0 only.
+        let mut one = Policy::default();
+        one.classes.insert(2, TrafficClass::default());
+        let mut flags = one.encode();
+        let at = flags.len() - 2;
+        assert_eq!(flags[at], 0);
+        flags[at] = 2;
+        assert!(Policy::decode(&flags).is_err(), "unknown class flag");
     }
 
     proptest! {
