@@ -435,6 +435,15 @@ def seed003():
             off = run(*links(fast, slow), "--congestion", cc, "--no-blackout-freeze", "--duration", "100s")
             ideal = run(*links(clean, slow), "--congestion", cc, "--duration", "100s")
             freeze_runs.append((label, cc, on, off, ideal, down))
+    # The paper's baseline is one TCP connection on the Wi-Fi alone: the same blackouts on a
+    # single path, where no second path takes the data during the silence.
+    single_runs = []
+    for owd in ("25ms", "100ms"):
+        one = f"11.6mbit/{owd}/{bo}"
+        on = run(*links(one), "--congestion", "newreno", "--duration", "100s")
+        off = run(*links(one), "--congestion", "newreno", "--no-blackout-freeze", "--duration", "100s")
+        ideal = run(*links(f"11.6mbit/{owd}"), "--congestion", "newreno", "--duration", "100s")
+        single_runs.append((owd, on, off, ideal))
     loss_runs = []
     for loss in ("0.1", "1", "3"):
         for cc in ("newreno", "bbr"):
@@ -455,6 +464,17 @@ def seed003():
                          mbit(avail), f"{g_on / avail:.2f}", p[0]["blackouts"]])
         return table(["blackouts", "congestion", "no freeze Mb/s", "freeze Mb/s", "gain",
                       "ideal × availability", "freeze / ideal", "blackouts seen"], rows)
+
+    def single_table():
+        rows = []
+        for owd, on, off, ideal in single_runs:
+            g_on, g_off, g_i = on.result["goodput_bps"], off.result["goodput_bps"], ideal.result["goodput_bps"]
+            rtt = 2 * int(owd[:-2])
+            paper = "+87 %" if rtt == 50 else "+161 %"
+            rows.append([f"{rtt} ms", mbit(g_off), mbit(g_on), f"{100 * (g_on / g_off - 1):+.0f} %", paper,
+                         f"{g_off / (0.92 * g_i):.2f}"])
+        return table(["Wi-Fi RTT", "no freeze Mb/s", "freeze Mb/s", "gain", "paper's gain",
+                      "no freeze / (ideal × 0.92)"], rows)
 
     def loss_table():
         rows = []
@@ -486,11 +506,36 @@ Blackout freeze (goodput over the whole run):
 
 {freeze_table()}
 
+Why the paper's gain is larger — its baseline is one TCP connection on the Wi-Fi alone. The same
+2 s blackouts on a single path (`newreno`, no 3G link), freeze against no freeze:
+
+{single_table()}
+
+Even alone on one path, braid's unfrozen NewReno loses little more than the blackouts
+themselves (last column: against the loss-free run × 92 % availability), so the paper's
++87–161 % does not come from braid's second path taking the data: it lies in the paper's TCP
+baseline, which braid does not imitate. braid probes a suspect path at least every 250 ms,
+never backed off beyond that (`path::loss::MAX_PROBE_INTERVAL`), so it resumes within 250 ms
+of the link's return, and its unfrozen controller slow-starts from two packets back up to the
+ssthresh it kept (RFC 9002's persistent congestion collapses the window, not ssthresh);
+freezing saves only that slow start, which grows with the RTT (the 200 ms row). A TCP sender
+instead backs its retransmission timer off (RFC 6298: at least 1 s, doubling; retransmissions
+1, 3, 7 s after the silence starts, so a 2 s blackout idles the link 3 s, or 7 s once the
+timer had grown past 1 s), restarts from one segment with ssthresh halved (RFC 5681), and
+climbs the second half of its window one segment per RTT: about 25 RTTs (1.3 s) at 50 ms,
+about 100 RTTs (20 s, longer than the 18 s between blackouts) at 200 ms — which is why the
+paper's gain grows with the RTT. That arithmetic gives about +7 % to +30 % at 50 ms, not +87 %: the
+paper's baseline lost more per blackout than the RFC timers alone explain (its blackouts come
+"every 20 seconds on average", and it does not say how long its TCP stayed idle). braid has no
+mode that imitates TCP's timeout backoff, so that baseline is not simulated here; the single-path
+rows show that braid's own recovery is what keeps its gain small.
+
 Loss discrimination, random loss on the Wi-Fi path:
 
 {loss_table()}
 
-{commands([r for x in freeze_runs for r in x[2:5]] + [r for x in loss_runs for r in x[2:]])}
+{commands([r for x in freeze_runs for r in x[2:5]] + [r for x in single_runs for r in x[1:]]
+          + [r for x in loss_runs for r in x[2:]])}
 
 **Differences.** braid's gain from freezing is far smaller than the paper's at 50 ms: the
 paper's default TCP also lost time to its retransmission-timeout backoff after each blackout,
@@ -505,7 +550,8 @@ does not cut its rate for random loss in the first place, so discrimination chan
 for it.
 """
 
-    return text, [r for x in freeze_runs for r in x[2:5]] + [r for x in loss_runs for r in x[2:]]
+    return text, ([r for x in freeze_runs for r in x[2:5]] + [r for x in single_runs for r in x[1:]]
+                  + [r for x in loss_runs for r in x[2:]])
 
 
 def seed002_admission():
@@ -1636,6 +1682,106 @@ paper's TCP waited for retransmission timeouts that double after each loss of a 
     return final, list(runs.values())
 
 
+def seed003_redundancy():
+    lossy = links("10mbit/20ms/loss=5%", "10mbit/60ms/loss=10%")
+    clean = links("10mbit/20ms", "10mbit/60ms")
+    modes = [("none", []), ("critical", ["--redundancy", "critical"]), ("redundant (all)", ["--scheduler", "redundant"])]
+    short = [(name, run(*lossy, "--workload", "short:2kB@100ms", "--duration", "60s", *extra)) for name, extra in modes]
+    short_clean = run(*clean, "--workload", "short:2kB@100ms", "--duration", "60s")
+    mixed = [(name, run(*lossy, "--short", "2kB@100ms", "--duration", "60s", *extra)) for name, extra in modes]
+    layers = ["--workload", "layered:1mbit,3mbit", "--deadline", "500ms", "--duration", "60s"]
+    layered = [
+        ("none", run(*lossy, *layers)),
+        ("base `duplicate`", run(*lossy, *layers, "--class-duplicate", "0")),
+        ("base on `redundant`", run(*lossy, *layers, "--class-scheduler", "0=redundant")),
+    ]
+    runs = [r for _, r in short] + [short_clean] + [r for _, r in mixed] + [r for _, r in layered]
+
+    def short_table():
+        base = short[0][1].result["bytes_sent"]
+        rows = []
+        for name, r in short:
+            f = r.result["short_flows"]
+            rows.append([name, f"{f['completed']}/{f['opened']}", f"{f['mean_ms']:.1f}", f"{f['p99_ms']:.1f}",
+                         f"{f['max_ms']:.1f}", f"{r.result['bytes_sent'] / 1e6:.2f}",
+                         f"{100 * (r.result['bytes_sent'] / base - 1):+.0f} %"])
+        f = short_clean.result["short_flows"]
+        rows.append(["none, loss-free links", f"{f['completed']}/{f['opened']}", f"{f['mean_ms']:.1f}",
+                     f"{f['p99_ms']:.1f}", f"{f['max_ms']:.1f}", f"{short_clean.result['bytes_sent'] / 1e6:.2f}", ""])
+        return table(["redundancy", "flows done", "mean ms", "p99 ms", "max ms", "bytes sent MB",
+                      "bytes vs none"], rows)
+
+    def mixed_table():
+        rows = []
+        for name, r in mixed:
+            f = r.result["short_flows"]
+            rows.append([name, mbit(r.result["goodput_bps"]), f"{f['mean_ms']:.1f}", f"{f['p99_ms']:.1f}",
+                         f"{r.result['critical_copy_bytes'] / 1e6:.2f}"])
+        return table(["redundancy", "bulk goodput Mb/s", "short mean ms", "short p99 ms", "critical copies MB"],
+                     rows)
+
+    def layered_table():
+        rows = []
+        for name, r in layered:
+            c = r.result["classes"]
+            rows.append([name, pct(c[0]["loss_pct"]), pct(c[1]["loss_pct"]), f"{c[0]['latency_mean_ms']:.1f}",
+                         f"{r.result['critical_copy_bytes'] / 1e6:.2f}"])
+        return table(["base layer (class 0)", "base loss %", "enhancement loss %", "base latency ms",
+                      "critical copies MB"], rows)
+
+    def text():
+        return f"""## Seed 003: redundancy for small, critical traffic
+
+**Paper.** Seed 003 §5.1.2 (*proxying-redundant-commands*: "sends a duplicate copy of those
+command packets", whose loss "degrades response time") and §5.1.3 (*mirroring-baseline-frames*:
+duplicate the "essential portions", the base layer, which "requires less bandwidth than
+enhancement frames"); seed 000 puts the base layer on the most reliable channels. These are
+design principles: the paper gives no figure for them.
+
+**braid.** `--redundancy critical` gives a packet one copy on the lowest-RTT other path when
+it carries a control frame whose loss stalls the peer (flow credit, stream open/reset, path
+status, policy; CLOSE already goes on every path) or a stream's first 3000 bytes (a flow's
+request or TLS hello); `--class-duplicate C` copies class C's datagrams (a base layer) and no
+other class's. Copies spend a budget of 10 % of the paths' summed capacity estimate plus a
+16 kB burst; the receiver keeps the first copy (stream offsets, datagram sequence numbers).
+Links `10mbit/20ms/loss=5%` and `10mbit/60ms/loss=10%` (one-way delays), min-RTT, BBR, 60 s.
+
+Short flows (a 2 kB request and a 2 kB response on a new stream every 100 ms; completion from
+open to the end of the response; bytes sent by both sides):
+
+{short_table()}
+
+The same short flows next to a bulk upload (all-or-nothing redundancy halves the bulk):
+
+{mixed_table()}
+
+Layered datagrams, base 1 Mbit/s (class 0) and enhancement 3 Mbit/s (class 1), deadline 500 ms:
+
+{layered_table()}
+
+{commands(runs)}
+
+**Reading.** Copying only what is small and critical shortens the short flows as much as
+copying everything (mean and tail), for the same bytes when the traffic is all short flows
+(each 2 kB flow is all "first bytes") — but next to a bulk transfer it costs the bulk about
+1 % where copying everything costs it half. Two effects beside loss recovery: a flow whose
+packets min-RTT puts on the 60 ms path (about a third of them even on loss-free links, where the
+p99 is that path's 82 ms) also gets a copy on the 20 ms path; and beside the bulk a copy
+waits in its path's own queue, served before new bulk data. A duplicated base layer
+loses about the product of the two links' losses (0.5 %) while the enhancement layer keeps its
+links' loss; the budget caps copies of a larger duplicate class at a tenth of the capacity
+(test `copies_stay_within_their_share_of_capacity`). Copied credit frames alone speed a
+window-limited upload over these links from 1.61 to 1.94 Mb/s (test
+`copied_credit_frames_keep_a_window_limited_upload_moving`; `braid sim` has no window flag).
+The handshake's first flight still leaves on the first path only: a copy from a second address
+would be deduplicated by the server (replay table keyed by `mac1`), but the server binds its
+path 0 to the address of whichever copy arrives first while the client's path 0 is its first
+link, and under load the cookie (`mac2`) is bound to one source address.
+"""
+
+    return text, runs
+
+
 def not_reproduced():
     def text():
         return """## Not reproduced yet
@@ -1683,6 +1829,7 @@ for the chosen path: no stream byte is ever dropped.
 EXPERIMENTS = [seed000_table3, seed000_piconet, seed000_tcp, seed000_transient, seed000_lps, seed000_dynamic,
                seed004_table3, seed004_stability, seed004_ratio, seed004_change, seed004_single_loss, seed002_delay,
                seed002_reverse_delay, seed002_loss_grid, seed002_weights, seed002_fig7, seed002_admission, seed003,
+               seed003_redundancy,
                seed001_mmtp, seed001_rmtp, closing, not_reproduced]
 
 

@@ -18,6 +18,28 @@ pub enum AckPath {
     LowestRtt,
 }
 
+/// Selective redundancy (seed 003 §5): which packets also leave on a second path, beyond
+/// datagrams of classes marked [`TrafficClass::duplicate`] (see `session::critical`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Redundancy {
+    /// Only packets carrying datagrams of a `duplicate` class.
+    #[default]
+    None,
+    /// Also control frames whose loss stalls the peer and the first bytes of every stream.
+    Critical,
+}
+
+impl std::str::FromStr for Redundancy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "none" => Ok(Redundancy::None),
+            "critical" => Ok(Redundancy::Critical),
+            _ => Err(format!("'{s}': redundancy is none or critical")),
+        }
+    }
+}
+
 /// A traffic class: how the scheduler treats a stream or datagram flow.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct TrafficClass {
@@ -36,6 +58,9 @@ pub struct TrafficClass {
     /// Bytes a second the class is served ahead of its priority until it has had them (seed
     /// 001's minimum rate): a low-priority class is not starved.
     pub min_rate: Option<u64>,
+    /// Copy this class's datagrams on a second path (a base layer, seed 000 §4; seed 003
+    /// §5's mirrored base-layer frames), within the session's redundancy budget.
+    pub duplicate: bool,
 }
 
 /// Settings shared by both sides of a session.
@@ -81,6 +106,14 @@ pub struct SessionConfig {
     /// docs/experiments.md); turn it on when the traffic inside the session is itself loss-based
     /// TCP striped across paths.
     pub path_admission: bool,
+    /// Selective redundancy: what else gets a copy on a second path (see `session::critical`).
+    pub redundancy: Redundancy,
+    /// With [`Redundancy::Critical`], a stream's bytes below this offset are copied (a flow's
+    /// first packets: its request, its TLS hello).
+    pub redundancy_first_bytes: u64,
+    /// Most copies may use, as a share of the paths' summed usable capacity (plus a burst of
+    /// `session::critical::BURST` bytes).
+    pub redundancy_share: f64,
     /// Most paths per session.
     pub max_paths: usize,
     /// Datagrams queued per direction.
@@ -109,6 +142,9 @@ impl Default for SessionConfig {
             blackout_freeze: true,
             loss_discrimination: false,
             path_admission: false,
+            redundancy: Redundancy::None,
+            redundancy_first_bytes: 3000,
+            redundancy_share: 0.1,
             max_paths: 16,
             datagram_queue: 1024,
             classes: BTreeMap::new(),

@@ -69,7 +69,7 @@ pub mod time;
 pub mod units;
 pub mod wire;
 
-pub use config::{AckPath, ClientConfig, ServerConfig, SessionConfig, TrafficClass};
+pub use config::{AckPath, ClientConfig, Redundancy, ServerConfig, SessionConfig, TrafficClass};
 pub use crypto::{PublicKey, Seed, StaticSecret};
 pub use endpoint::{DatagramEvent, Endpoint, HandshakeJob, HandshakeOutcome};
 pub use path::{PathId, PathState};

@@ -13,6 +13,7 @@
 //!     class (u8) priority (u8) deadline_us (varint, 0: none)
 //!     scheduler code (u8, 0xff: the session's) param (u8)
 //!     max_rate bytes/s (varint, 0: none) min_rate bytes/s (varint, 0: none)
+//!     flags (u8: bit 0 duplicate, the other bits zero)
 //!   paths (varint, at most MAX_PATHS), each:
 //!     path (u8) weight (varint, 0: automatic) max_rate bytes/s (varint, 0: none)
 //! ```
@@ -79,6 +80,7 @@ impl Policy {
             put_kind(&mut out, c.scheduler);
             put_varint(&mut out, c.max_rate.unwrap_or(0));
             put_varint(&mut out, c.min_rate.unwrap_or(0));
+            out.push(u8::from(c.duplicate));
         }
         put_varint(&mut out, self.paths.len().min(MAX_PATHS) as u64);
         for (path, l) in self.paths.iter().take(MAX_PATHS) {
@@ -106,7 +108,13 @@ impl Policy {
             let deadline = r.nonzero()?.map(Duration::from_micros);
             let scheduler = r.kind()?;
             let (max_rate, min_rate) = (r.nonzero()?, r.nonzero()?);
-            classes.insert(class, TrafficClass { priority, deadline, scheduler, max_rate, min_rate });
+            let duplicate = match r.byte()? {
+                0 => false,
+                1 => true,
+                _ => return Err(ParseError::Malformed("POLICY class flags")),
+            };
+            classes
+                .insert(class, TrafficClass { priority, deadline, scheduler, max_rate, min_rate, duplicate });
         }
         let n = r.count(MAX_PATHS)?;
         let mut paths = BTreeMap::new();
@@ -178,6 +186,7 @@ mod tests {
                 scheduler: Some(Kind::Redundant(2)),
                 max_rate: Some(125_000),
                 min_rate: Some(8_000),
+                duplicate: true,
             },
         );
         p.classes.insert(1, TrafficClass { priority: 3, ..TrafficClass::default() });
@@ -209,6 +218,14 @@ mod tests {
         let mut many = vec![0x03, 0, 0];
         varint::put(&mut many, 1000);
         assert!(Policy::decode(&many).is_err(), "too many classes");
+        // A class's flags byte (the last before the path count) knows bit 0 only.
+        let mut one = Policy::default();
+        one.classes.insert(2, TrafficClass::default());
+        let mut flags = one.encode();
+        let at = flags.len() - 2;
+        assert_eq!(flags[at], 0);
+        flags[at] = 2;
+        assert!(Policy::decode(&flags).is_err(), "unknown class flag");
     }
 
     proptest! {

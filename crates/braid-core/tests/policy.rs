@@ -36,6 +36,8 @@ fn the_server_follows_the_clients_scheduler_classes_and_path_limits() {
         scheduler: Some(Kind::Redundant(2)),
         max_rate: Some(50_000),
         min_rate: Some(10_000),
+        // The base-layer flag travels too: the server copies this class's datagrams.
+        duplicate: true,
     };
     p.client.set_class(4, voip.clone());
     let path = p.client.add_path(p.now, Some(addr(CLIENT_2)), addr(SERVER)).unwrap();

@@ -248,6 +248,7 @@ pub struct ClassSection {
     deadline: Option<DurationText>,
     max_rate: Option<String>,
     min_rate: Option<String>,
+    duplicate: Option<bool>,
 }
 
 impl ClassSection {
@@ -301,6 +302,9 @@ impl ClassSection {
         }
         if let Some(r) = &self.min_rate {
             c.min_rate = Some((parse_rate(r)? / 8).max(1));
+        }
+        if let Some(d) = self.duplicate {
+            c.duplicate = d;
         }
         Ok(())
     }

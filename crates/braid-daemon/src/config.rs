@@ -68,6 +68,7 @@ pub struct SessionSection {
     key_update_packets: Option<u64>,
     key_update_interval: Option<DurationText>,
     path_admission: Option<bool>,
+    redundancy: Option<Parsed<braid_core::Redundancy>>,
 }
 
 impl SessionSection {
@@ -129,6 +130,9 @@ impl SessionSection {
         }
         if let Some(v) = self.path_admission {
             c.path_admission = v;
+        }
+        if let Some(v) = &self.redundancy {
+            c.redundancy = v.0;
         }
         if let Some(v) = self.key_update_interval {
             if v.0 < std::time::Duration::from_secs(1) {

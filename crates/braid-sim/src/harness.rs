@@ -5,6 +5,7 @@ use crate::link::LinkSpec;
 use crate::net::{client_addr, link_of, Net, SERVER};
 use crate::reorder::LossFreeReorder;
 use crate::report::{CutReport, PathReport, SimReport};
+use crate::short::{ShortFlows, ShortSpec};
 use crate::workload::{Bulk, Timeline};
 use braid_core::scheduler::Kind;
 use braid_core::{
@@ -54,6 +55,8 @@ pub struct SimConfig {
     /// Live scheduler changes on the client: at this time, give this traffic class (None: the
     /// session) this scheduler.
     pub switches: Vec<(Duration, Option<u8>, Kind)>,
+    /// Short request/response flows on streams of class 0 (see [`crate::short`]).
+    pub short: Option<ShortSpec>,
 }
 
 impl SimConfig {
@@ -74,6 +77,7 @@ impl SimConfig {
             max_rates: Vec::new(),
             warmup: (duration / 5).min(Duration::from_secs(5)),
             switches: Vec::new(),
+            short: None,
         }
     }
 
@@ -168,6 +172,7 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
     let mut warmed_up = false;
     let mut net = Net::new(cfg.links.clone(), cfg.seed);
     let mut bulk = Bulk::new(cfg.seed, cfg.bulk_bytes);
+    let mut short = cfg.short.map(|s| ShortFlows::new(s, cfg.seed));
     let mut flows: Vec<Flow> = cfg
         .flows
         .iter()
@@ -232,6 +237,9 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
             if cfg.bulk {
                 bulk.client_step(&mut sides.client, None);
             }
+            if let Some(sf) = short.as_mut() {
+                sf.client_step(now, &mut sides.client, flow_stop);
+            }
             if now < flow_stop {
                 for f in &mut flows {
                     f.send_due(now, &mut sides.client);
@@ -243,6 +251,15 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
                         let got = bulk.server_step(s, Some(&e));
                         timeline.add(now, got);
                     }
+                    // The bulk stream is the bulk workload's, not a short flow.
+                    let bulk_stream = matches!(e, braid_core::Event::Stream(braid_core::StreamEvent::Opened(id))
+                        if cfg.bulk && bulk.stream() == Some(id));
+                    if let Some(sf) = short.as_mut().filter(|_| !bulk_stream) {
+                        sf.server_step(s, Some(&e));
+                    }
+                }
+                if let Some(sf) = short.as_mut() {
+                    sf.server_step(s, None);
                 }
                 if cfg.bulk {
                     let got = bulk.server_step(s, None);
@@ -315,9 +332,11 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
             .filter(|k| !switched.contains(k))
             .map(|(t, _)| t)
             .min();
+        let next_flow = short.as_ref().map(ShortFlows::next_wake).filter(|t| *t > now && *t < flow_stop);
         let next = [
             net.next_arrival(),
             next_switch,
+            next_flow,
             sides.client.poll_timeout().map(|t| t.as_duration()),
             sides.server.as_ref().and_then(|s| s.poll_timeout()).map(|t| t.as_duration()),
         ]
@@ -349,12 +368,17 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
     report.reorder_max_lossfree_packets = lossfree.max;
     report.reorder_max_packets = report.reorder_max_packets.max(whole_run_reorder);
     report.classes = flows.iter().map(|f| f.report()).collect();
+    if let Some(sf) = &short {
+        report.short_flows = Some(sf.report());
+        report.intact &= sf.intact && sf.errors.is_empty();
+        report.errors.extend(sf.errors.iter().cloned());
+    }
     for (p, samples) in report.paths.iter_mut().zip(&path_samples) {
         p.timeline_bps =
             samples.windows(2).map(|w| (w[1] - w[0]) as f64 * 8.0 / PATH_SAMPLE.as_secs_f64()).collect();
     }
     if !cfg.bulk {
-        report.intact = report.classes.iter().all(|c| c.duplicates == 0) && report.closed.is_none();
+        report.intact &= report.classes.iter().all(|c| c.duplicates == 0) && report.closed.is_none();
     }
     Ok(report)
 }
@@ -499,6 +523,23 @@ fn build_report(
         warmup_s: cfg.warmup.as_secs_f64(),
         retransmitted_bytes: sides.client.retransmitted_bytes(),
         packets_sent: sides.client.stats().packets_sent + server.map_or(0, |s| s.stats().packets_sent),
+        bytes_sent: [Some(&sides.client), server]
+            .into_iter()
+            .flatten()
+            .flat_map(|s| s.path_ids().into_iter().filter_map(|id| s.path_info(id)))
+            .map(|p| p.stats.bytes_sent)
+            .sum(),
+        critical_copies: [Some(&sides.client), server]
+            .into_iter()
+            .flatten()
+            .map(|s| s.critical_copies().0)
+            .sum(),
+        critical_copy_bytes: [Some(&sides.client), server]
+            .into_iter()
+            .flatten()
+            .map(|s| s.critical_copies().1)
+            .sum(),
+        short_flows: None,
         key_phase: sides.client.key_phase(),
         paths,
         timeline: timeline

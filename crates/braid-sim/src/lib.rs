@@ -12,6 +12,7 @@ pub mod link;
 pub mod net;
 pub mod reorder;
 pub mod report;
+pub mod short;
 pub mod units;
 pub mod workload;
 

@@ -101,6 +101,14 @@ pub struct SimReport {
     pub retransmitted_bytes: u64,
     /// DATA packets sent, both sides.
     pub packets_sent: u64,
+    /// Bytes on the wire (UDP payloads) of both sides' paths open at the end.
+    pub bytes_sent: u64,
+    /// Copies made by selective redundancy (seed 003 §5), both sides.
+    pub critical_copies: u64,
+    /// Their bytes on the wire.
+    pub critical_copy_bytes: u64,
+    /// Short request/response flows, when the workload has them.
+    pub short_flows: Option<crate::short::ShortReport>,
     /// The client's packet key generation at the end (key updates in the run).
     pub key_phase: u64,
     /// Datagram flows, one per traffic class, in workload order.
@@ -188,6 +196,20 @@ impl SimReport {
         );
         let _ = writeln!(s, "retransmitted   {} bytes", self.retransmitted_bytes);
         let _ = writeln!(s, "packets         {} sent, key phase {}", self.packets_sent, self.key_phase);
+        if self.critical_copies > 0 {
+            let _ = writeln!(
+                s,
+                "copies          {} critical ({} bytes of {} sent)",
+                self.critical_copies, self.critical_copy_bytes, self.bytes_sent
+            );
+        }
+        if let Some(f) = &self.short_flows {
+            let _ = writeln!(
+                s,
+                "short flows     {}/{} done, completion mean {:.1} ms, p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+                f.completed, f.opened, f.mean_ms, f.p50_ms, f.p99_ms, f.max_ms
+            );
+        }
         let _ = writeln!(s, "intact          {}", if self.intact { "yes (byte-exact)" } else { "NO" });
         for c in &self.classes {
             let _ = writeln!(

@@ -93,6 +93,11 @@ impl Bulk {
         }
     }
 
+    /// The bulk stream, once opened.
+    pub fn stream(&self) -> Option<StreamId> {
+        self.stream
+    }
+
     /// Client side: opens the stream once connected and keeps its send buffer full.
     pub fn client_step(&mut self, client: &mut Session, _event: Option<&Event>) {
         if !client.is_established() || self.finished_writing {

@@ -6,7 +6,7 @@
 
 use braid_core::cc::Algorithm;
 use braid_core::scheduler::Kind;
-use braid_core::{SessionConfig, TrafficClass};
+use braid_core::{Redundancy, SessionConfig, TrafficClass};
 use braid_sim::{run, FlowSpec, LinkSpec, SimConfig, SimReport};
 use std::time::Duration;
 
@@ -709,4 +709,34 @@ fn seed004_edpf_follows_a_change_of_rate_at_once() {
     );
     let (wb, wa) = (window(&w, 10.0, 20.0), window(&w, 30.0, 40.0));
     assert!(wa < 1.1 * wb, "static weights keep the old share: {wb} → {wa}");
+}
+
+/// Seed 003 §5.1.2–5.1.3 (duplicate command packets and base-layer frames, not everything):
+/// next to a bulk upload over two lossy links, copying only what is small and critical
+/// shortens 2 kB request/response flows about as much as copying everything, and keeps the
+/// bulk goodput that copying everything halves.
+#[test]
+fn seed003_selective_redundancy_speeds_short_flows_at_little_cost() {
+    let l = ["10mbit/20ms/loss=5%", "10mbit/60ms/loss=10%"];
+    let with = |scheduler, redundancy| {
+        let session =
+            SessionConfig { scheduler, redundancy, congestion: Algorithm::Bbr, ..SessionConfig::default() };
+        let mut c = SimConfig::bulk(links(&l), secs(20), 1, session);
+        c.short = Some(braid_sim::short::ShortSpec { size: 2000, interval: Duration::from_millis(100) });
+        let r = go(&c);
+        let s = r.short_flows.clone().expect("short flows ran");
+        assert_eq!(s.completed, s.opened);
+        (r.goodput_bps, s.mean_ms, s.p99_ms)
+    };
+    let (g_none, m_none, p_none) = with(Kind::MinRtt, Redundancy::None);
+    let (g_crit, m_crit, p_crit) = with(Kind::MinRtt, Redundancy::Critical);
+    let (g_all, m_all, _) = with(Kind::Redundant(0), Redundancy::None);
+    eprintln!(
+        "bulk {g_none:.0}/{g_crit:.0}/{g_all:.0} bit/s, short mean {m_none:.1}/{m_crit:.1}/{m_all:.1} ms, \
+         p99 {p_none:.1}/{p_crit:.1} ms (none/critical/all)"
+    );
+    assert!(m_crit < 0.8 * m_none && p_crit < 0.8 * p_none, "short flows: {m_none:.1} → {m_crit:.1} ms");
+    assert!(m_crit < 1.2 * m_all, "critical {m_crit:.1} ms, everything copied {m_all:.1} ms");
+    assert!(g_crit > 0.9 * g_none, "bulk keeps its goodput: {g_none:.0} → {g_crit:.0}");
+    assert!(g_all < 0.7 * g_none, "copying everything halves the bulk: {g_all:.0}");
 }

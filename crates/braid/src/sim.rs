@@ -4,6 +4,7 @@ use anyhow::{bail, Context};
 use braid_core::cc::Algorithm;
 use braid_core::scheduler::Kind;
 use braid_core::{AckPath, SessionConfig, TrafficClass};
+use braid_sim::short::ShortSpec;
 use braid_sim::units::{parse_duration, parse_rate};
 use braid_sim::FlowSpec;
 use braid_sim::{LinkSpec, SimConfig};
@@ -40,10 +41,16 @@ pub struct SimArgs {
     /// Restore link I at time T: I@T.
     #[arg(long = "restore", value_name = "I@T")]
     restores: Vec<String>,
-    /// What the client sends: bulk (one stream), cbr:RATE (datagrams of class 0), or
-    /// layered:RATE,RATE,... (one datagram class per layer, base layer first and most important).
+    /// What the client sends: bulk (one stream), cbr:RATE (datagrams of class 0),
+    /// layered:RATE,RATE,... (one datagram class per layer, base layer first and most important),
+    /// or short:SIZE@INTERVAL (a request/response of SIZE bytes each way on a new stream every
+    /// INTERVAL, e.g. short:2kB@100ms; completion times reported).
     #[arg(long, default_value = "bulk", value_parser = Workload::parse)]
     workload: Workload,
+    /// Also run short request/response flows next to the workload: SIZE@INTERVAL, e.g.
+    /// 2kB@100ms (as the short workload; with bulk, on streams of the same class).
+    #[arg(long, value_name = "SIZE@INTERVAL", value_parser = parse_short)]
+    short: Option<ShortSpec>,
     /// Payload size of workload datagrams, bytes.
     #[arg(long, default_value_t = 1000)]
     datagram_size: usize,
@@ -101,6 +108,13 @@ pub struct SimArgs {
     /// number their classes 0, 1, 2… base layer first).
     #[arg(long = "class-scheduler", value_name = "C=SCHEDULER", value_parser = parse_class_scheduler)]
     class_schedulers: Vec<(u8, Kind)>,
+    /// Selective redundancy (seed 003 §5): critical also copies control frames that stall the
+    /// peer if lost and each stream's first bytes onto a second path.
+    #[arg(long, default_value = "none")]
+    redundancy: braid_core::Redundancy,
+    /// Copy the datagrams of traffic class C onto a second path (repeatable; a base layer).
+    #[arg(long = "class-duplicate", value_name = "C")]
+    class_duplicates: Vec<u8>,
     /// Switch schedulers live at time T: T=SCHEDULER for the session, T=C=SCHEDULER for class
     /// C (repeatable), e.g. 10s=edpf.
     #[arg(long = "switch", value_name = "T=[C=]SCHEDULER", value_parser = parse_switch)]
@@ -250,6 +264,7 @@ pub fn config(args: &SimArgs) -> anyhow::Result<SimConfig> {
         blackout_freeze: !args.no_blackout_freeze,
         loss_discrimination: args.loss_discrimination,
         path_admission: args.admission,
+        redundancy: args.redundancy,
         ..SessionConfig::default()
     };
     session.key_update.packets = args.key_update_packets;
@@ -263,6 +278,9 @@ pub fn config(args: &SimArgs) -> anyhow::Result<SimConfig> {
     }
     for (class, kind) in &args.class_schedulers {
         session.classes.entry(*class).or_default().scheduler = Some(*kind);
+    }
+    for class in &args.class_duplicates {
+        session.classes.entry(*class).or_default().duplicate = true;
     }
     for (class, rate) in &args.class_max_rates {
         let class = u8::try_from(*class)
@@ -286,6 +304,10 @@ pub fn config(args: &SimArgs) -> anyhow::Result<SimConfig> {
         max_rates,
         warmup: args.warmup.unwrap_or(base.warmup),
         switches: args.switches.clone(),
+        short: match args.workload {
+            Workload::Short(s) => Some(s),
+            _ => args.short,
+        },
         ..base
     })
 }
@@ -302,6 +324,17 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
     Ok(if report.intact { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
+/// `SIZE@INTERVAL` of short flows.
+fn parse_short(s: &str) -> Result<ShortSpec, String> {
+    let (size, every) =
+        s.split_once('@').ok_or_else(|| format!("'{s}': expected SIZE@INTERVAL, e.g. 2kB@100ms"))?;
+    let interval = parse_duration(every)?;
+    if interval.is_zero() {
+        return Err(format!("'{s}': the interval must be positive"));
+    }
+    Ok(ShortSpec { size: parse_size(size)?, interval })
+}
+
 /// The traffic a simulation runs.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Workload {
@@ -311,6 +344,8 @@ pub enum Workload {
     Cbr(u64),
     /// One datagram class per layer, at these rates, base layer first.
     Layered(Vec<u64>),
+    /// Short request/response flows.
+    Short(ShortSpec),
 }
 
 impl Workload {
@@ -326,13 +361,16 @@ impl Workload {
             let rates = list.split(',').map(parse_rate).collect::<Result<Vec<_>, _>>()?;
             return Ok(Workload::Layered(rates));
         }
-        Err(format!("'{s}' is not a workload: bulk, cbr:RATE or layered:RATE,RATE,..."))
+        if let Some(spec) = s.strip_prefix("short:") {
+            return parse_short(spec).map(Workload::Short);
+        }
+        Err(format!("'{s}' is not a workload: bulk, cbr:RATE, layered:RATE,RATE,... or short:SIZE@INTERVAL"))
     }
 
     /// The datagram flows of this workload.
     pub fn flows(&self, size: usize) -> Vec<FlowSpec> {
         let rates = match self {
-            Workload::Bulk => return Vec::new(),
+            Workload::Bulk | Workload::Short(_) => return Vec::new(),
             Workload::Cbr(r) => vec![*r],
             Workload::Layered(r) => r.clone(),
         };

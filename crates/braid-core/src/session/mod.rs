@@ -5,6 +5,7 @@
 //! (what received frames do), `paths` (joining, validation, blackout), `timers`.
 
 mod class_limits;
+mod critical;
 mod frames;
 #[cfg(feature = "fuzzing")]
 mod fuzzing;
@@ -227,6 +228,8 @@ pub struct Session {
     lost_scratch: Vec<SentPacket>,
     /// Per-path queues: datagrams committed to a path and redundant copies.
     pinned: BTreeMap<PathId, VecDeque<pinned::Pinned>>,
+    /// What selective redundancy may still spend on copies, and has spent.
+    copy_budget: critical::CopyBudget,
     /// The scheduler's path views, rebuilt for every data packet in this one allocation.
     views: Vec<scheduler::PathView>,
     /// Schedulers of traffic classes that have their own, one instance per kind.
@@ -298,6 +301,7 @@ impl Session {
             handshake_resp: None,
             handshake_resp_due: false,
             next_path_id: 1,
+            copy_budget: critical::CopyBudget::default(),
             stats: SessionStats::default(),
             next_send: None,
             acked_scratch: Vec::new(),

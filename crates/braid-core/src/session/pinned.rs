@@ -159,8 +159,11 @@ impl Session {
                     let mut b = self.start(idx, buf);
                     self.write_acks(now, &mut b, buf, true);
                     let mut next = Some(first);
+                    let mut deadline = None;
                     while let Some(d) = next.take() {
-                        if !self.write_datagram(now, &mut b, buf, &d) {
+                        if self.write_datagram(now, &mut b, buf, &d) {
+                            deadline = crate::time::earliest(deadline, d.deadline);
+                        } else {
                             if b.frames.iter().any(|f| matches!(f, SentFrame::Datagram { .. })) {
                                 // Does not fit next to the others: it leads the next packet.
                                 self.pinned.entry(id).or_default().push_front(Pinned::Datagram(d));
@@ -183,7 +186,15 @@ impl Session {
                         encode::ping(buf);
                         b.ack_eliciting = true;
                     }
-                    self.seal_and_record(now, b, buf, None)
+                    // A base layer's datagrams get their copy here too (see `critical`).
+                    let copy = self
+                        .is_critical(&b.frames)
+                        .then(|| (buf[crate::wire::DATA_HEADER_LEN..].to_vec(), b.frames.clone()));
+                    let t = self.seal_and_record(now, b, buf, None);
+                    if let Some((payload, frames)) = copy {
+                        self.copy_critical(now, idx, payload, frames, deadline);
+                    }
+                    t
                 }
             };
             self.pinned.retain(|_, q| !q.is_empty());

@@ -732,13 +732,20 @@ impl Session {
         if b.frames.iter().any(|f| matches!(f, SentFrame::Stream { .. } | SentFrame::Datagram { .. })) {
             self.last_data_sent = Some(now);
         }
-        // Frames and payload are copied only when a redundant copy is made.
-        let copy = (!copies.is_empty()).then(|| (buf[DATA_HEADER_LEN..].to_vec(), b.frames.clone()));
+        // Frames and payload are copied only when a redundant copy is made: for every path in
+        // `copies`, or for one when the packet is critical (`critical`).
+        let critical = copies.is_empty() && self.is_critical(&b.frames);
+        let copy =
+            (!copies.is_empty() || critical).then(|| (buf[DATA_HEADER_LEN..].to_vec(), b.frames.clone()));
         let t = self.seal_and_record(now, b, buf, None);
         self.count_class(now, class, t.size);
         if let Some((payload, frames)) = copy {
             // Copies of datagrams are useless after their deadline; other copies are kept.
             let expires = if only_datagrams { earliest_deadline } else { None };
+            if critical {
+                self.copy_critical(now, idx, payload, frames, expires);
+                return t;
+            }
             for &c in copies {
                 let id = self.paths[c].id;
                 self.pin(id, Pinned::Copy { payload: payload.clone(), frames: frames.clone(), expires });
