@@ -1780,6 +1780,143 @@ link, and under load the cookie (`mac2`) is bound to one source address.
 """
 
     return text, runs
+def seed001_arrival_judge():
+    random_link, shared_link = "10mbit/20ms/loss=1%", "10mbit/20ms/queue=30p/capacity=10mbit@0s,4mbit@5s,10mbit@10s,4mbit@15s,10mbit@20s,4mbit@25s"
+    cbr_link = "10mbit/20ms/loss=1%"
+    common = ["--congestion", "newreno", "--duration", "30s"]
+    judges = [("off", []), ("rtt", ["--loss-discrimination", "--loss-judge", "rtt"]),
+              ("arrival", ["--loss-discrimination", "--loss-judge", "arrival"])]
+    cases = [("random loss, bulk", [random_link], [], "random"),
+             ("random loss, CBR 5 Mb/s", [cbr_link], ["--workload", "cbr:5mbit"], "random"),
+             ("congestion on a shared bottleneck, bulk", [shared_link], [], "congestion")]
+    runs = {}
+    for label, ls, extra, _ in cases:
+        for j, flags in judges:
+            runs[(label, j)] = run(*links(*ls), *common, *extra, *flags)
+
+    def body():
+        rows = []
+        for label, _, _, truth in cases:
+            for j, _ in judges:
+                r = runs[(label, j)].result
+                p = r["paths"][0]
+                events = p["random_losses"] + p["congestion_losses"]
+                right = p["random_losses"] if truth == "random" else p["congestion_losses"]
+                acc = f"{100 * right / events:.0f} % ({right}/{events})" if j != "off" and events else "—"
+                rows.append([label, j, p["wire_drops"], p["queue_drops"], p["random_losses"] if j != "off" else "—",
+                             p["congestion_losses"], acc, mbit(r["goodput_bps"])])
+        return table(["case", "judge", "wire drops", "queue drops", "events judged random",
+                      "judged congestion", "judged as the case's cause", "goodput Mb/s"], rows)
+
+    def text():
+        return f"""## Seed 001 §4.3: telling random loss from congestion loss at the receiver
+
+**Paper.** Seed 001 §4.3 (after its reference [20], Biaz and Vaidya): with regularly spaced
+packets, "the telltale signs of congestion are an increase in the interarrival time seen by
+the receiver … If a loss is accompanied by a growing trend in the interarrival times, the loss
+is probably a congestion loss. If not, it is probably a transmission loss, and no further
+action has to be taken." The paper gives **no figure of the judge itself**: its evidence is
+Fig. 6, where RMTP, which does not slow down for transmission losses, finishes far ahead of
+TCP over a 30 %-loss wireless link (see the RMTP section above).
+
+**braid.** `--loss-judge arrival`: the receiver judges each gap in a path's packet numbers —
+random when the packet after it came about (gap + 1) usual spacings after the one before it
+(a packet lost on the wire behind the queue leaves a hole; a full queue drops one and goes on
+serving the others back to back) and the spacings before it were not growing (seed 001 §4.2's
+cumulative jitter) — and sends its verdicts in PATH_REPORT with the ACK that follows the gap.
+`rtt` is braid's sender-side judge (no queue in the RTT, no rising RTT trend); `off` is
+NewReno without discrimination. The cases are seed 001's two: random loss on a link that is
+not congested (1 % on the wire after the queue: every wire drop is random) and congestion loss
+on a bottleneck shared with cross traffic (no wire loss, a 30-packet queue, the capacity
+halved every other 5 s: every drop is the queue's). A verdict is per loss event (one ACK's
+worth of losses); "judged as the case's cause" counts events judged random in the first two
+cases and congestion in the third.
+
+{body()}
+
+{commands([runs[k] for k in runs])}
+
+**Reading.** On the shared bottleneck the arrival judge calls {{b_acc}} of the loss events
+congestion (the RTT judge {{b_rtt}}): a queue drop leaves no hole. With random loss and bulk
+NewReno it keeps the window for {{a_acc}} of the events and reaches {{a_arr}} Mb/s against
+{{a_rtt}} Mb/s with the RTT judge and {{a_off}} Mb/s without discrimination — but once the window
+is no longer cut for random losses it fills the queue ({{a_q}} queue drops), which the arrival
+judge then rightly calls congestion. With CBR datagrams it judges only {{c_acc}} of the events
+right, against {{c_rtt}} for the RTT judge: after a first congestion verdict NewReno's window
+limits the CBR flow, the sender then sends in bursts as ACKs return, the arrivals lose the
+regular spacing the rule needs (seed 001 assumes a rate-based sender that paces every packet),
+and holes stop matching the missing packets. The receiver judge is the better one on the
+paper's two bulk cases; the RTT judge is the safer default when the sender is not steadily
+paced.
+"""
+
+    def final():
+        def acc(label, j, truth):
+            p = runs[(label, j)].result["paths"][0]
+            ev = p["random_losses"] + p["congestion_losses"]
+            right = p["random_losses"] if truth == "random" else p["congestion_losses"]
+            return f"{100 * right / ev:.0f} %" if ev else "—"
+        a, c, b = (cases[0][0], cases[1][0], cases[2][0])
+        g = lambda label, j: mbit(runs[(label, j)].result["goodput_bps"])
+        return (text().replace("{b_acc}", acc(b, "arrival", "congestion")).replace("{b_rtt}", acc(b, "rtt", "congestion"))
+                .replace("{a_acc}", acc(a, "arrival", "random")).replace("{a_arr}", g(a, "arrival"))
+                .replace("{a_rtt}", g(a, "rtt")).replace("{a_off}", g(a, "off"))
+                .replace("{a_q}", str(runs[(a, "arrival")].result["paths"][0]["queue_drops"]))
+                .replace("{c_acc}", acc(c, "arrival", "random")).replace("{c_rtt}", acc(c, "rtt", "random")))
+
+    return final, list(runs.values())
+
+
+def seed000_receiver_reports():
+    lk = links("4mbit/20ms/jitter=8ms/reorder=30%", "4mbit/20ms/loss=1%")
+    base = [*lk, "--scheduler", "lps", "--workload", "layered:1000kbit,1000kbit,1000kbit", "--deadline", "1s",
+            "--duration", "60s"]
+    runs = {"without": run(*base), "with": run(*base, "--receiver-reports")}
+
+    def body():
+        rows = []
+        for k in ("without", "with"):
+            r = runs[k].result
+            p0, p1 = r["paths"]
+            rep = lambda p: "—" if p["reported_loss_pct"] is None else pct(p["reported_loss_pct"])
+            rows.append([k, p0["lost_packets"], rep(p0), p1["lost_packets"], rep(p1), p0["datagrams_assigned"],
+                         p1["datagrams_assigned"], *[pct(c["loss_pct"]) for c in r["classes"]]])
+        return table(["receiver reports", "path 0 declared lost", "path 0 reported loss %", "path 1 declared lost",
+                      "path 1 reported loss %", "datagrams on path 0", "on path 1", "base layer loss %",
+                      "layer 1 %", "layer 2 %"], rows)
+
+    def text():
+        return f"""## Seed 000 §III-B: the two-sided channel monitor
+
+**Paper.** Seed 000 assumes "a two-sided channel monitor (i.e., one side on the piconet and
+the other side at the proxy)" that senses each channel's bandwidth, error rate and latency
+and keeps the proxy informed; its striping results (Tables V–VIII) assume the proxy "is
+informed instantaneously of any change". It gives **no figure of the monitor itself**.
+
+**braid.** `--receiver-reports`: the receiver of each path counts what arrives (packets
+received, packets missing from the packet-number sequence — a late arrival fills its gap back
+—, RFC 3550-style inter-arrival jitter, received rate) and reports it in PATH_REPORT every
+250 ms with the path's ACK; the sender's schedulers then read the reported loss (over the last
+2 s of reports, while the latest is under 1 s old) instead of the loss the sender declared.
+Changed decisions: every scheduler input `PathView::loss_rate` — LPS/FPS/IPS's reliability
+order and effective bandwidth, WRR's loss-weighted automatic weights. The case: path 0
+reorders (8 ms jitter, 30 % of packets may overtake) and loses nothing; path 1 loses 1 % on
+the wire. The sender declares reordered packets lost, so path 0 looks the lossier; the
+receiver sees them arrive. Three 1 Mb/s layers of 1000-byte datagrams, base layer first, LPS.
+
+{body()}
+
+{commands([runs[k] for k in runs])}
+
+**Reading.** With the receiver's view the base layer moves to the reordering path, which
+delivers everything, and its loss drops from {{lw}} % to {{l}} %.
+"""
+
+    def final():
+        return (text().replace("{lw}", pct(runs["without"].result["classes"][0]["loss_pct"]))
+                .replace("{l}", pct(runs["with"].result["classes"][0]["loss_pct"])))
+
+    return final, list(runs.values())
 
 
 def not_reproduced():
@@ -1790,7 +1927,6 @@ def not_reproduced():
 | --- | --- |
 | Seed 003 Fig. 5 (offloading ACKs: +37 % / +152 %) | braid sends acks on the lowest-RTT path, not on the secondary with its gate on the sender's window, and does not drop replaceable acks; the mechanism as seed 003 defines it is not in braid yet (issue 14). |
 | Seed 003 Fig. 7a (fast fetching: 36×) and Fig. 8 (integrated: +189 %) | braid has no loss fetching over the secondary path: a lost frame goes wherever the scheduler puts it. |
-| Seed 001's receiver inter-arrival loss discrimination (the RMTP runs above use braid's own controllers) | braid's discrimination is a sender-side RTT-trend judge; the receiver-side one is not in braid yet. |
 """
 
     return text, []
@@ -1830,7 +1966,7 @@ EXPERIMENTS = [seed000_table3, seed000_piconet, seed000_tcp, seed000_transient, 
                seed004_table3, seed004_stability, seed004_ratio, seed004_change, seed004_single_loss, seed002_delay,
                seed002_reverse_delay, seed002_loss_grid, seed002_weights, seed002_fig7, seed002_admission, seed003,
                seed003_redundancy,
-               seed001_mmtp, seed001_rmtp, closing, not_reproduced]
+               seed001_mmtp, seed001_rmtp, seed001_arrival_judge, seed000_receiver_reports, closing, not_reproduced]
 
 
 def main():

@@ -99,6 +99,13 @@ pub struct SessionConfig {
     pub blackout_freeze: bool,
     /// Do not cut the window for losses classed as random (seeds 001, 003).
     pub loss_discrimination: bool,
+    /// Which judge tells random from congestion losses: the sender's RTT trend (default) or
+    /// the receiver's inter-arrival times (seed 001 §4.3), reported in PATH_REPORT.
+    pub loss_judge: crate::path::judge::LossJudge,
+    /// The two-sided channel monitor (seed 000 §III-B): send PATH_REPORTs about what arrives
+    /// on each path, and let the schedulers read the peer's reported loss. Off by default
+    /// (the wire carries no reports); the `arrival` loss judge sends reports either way.
+    pub receiver_reports: bool,
     /// Leave out paths that seeds 000/002 predict would lower the total, keeping them in
     /// standby until they improve (see `scheduler::admission`). Off by default: those rules
     /// describe one TCP flow striped over links, and with braid's per-path congestion control
@@ -141,6 +148,8 @@ impl Default for SessionConfig {
             key_update: Default::default(),
             blackout_freeze: true,
             loss_discrimination: false,
+            loss_judge: Default::default(),
+            receiver_reports: false,
             path_admission: false,
             redundancy: Redundancy::None,
             redundancy_first_bytes: 3000,

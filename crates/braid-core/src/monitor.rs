@@ -306,12 +306,17 @@ impl Monitor {
     /// — and counts the verdict.
     pub fn classify_loss(&mut self, rtt: &RttEstimator) -> bool {
         let random = self.loss_looks_random(rtt);
+        self.count_verdict(random);
+        random
+    }
+
+    /// Counts a loss event's verdict (whichever judge gave it).
+    pub fn count_verdict(&mut self, random: bool) {
         if random {
             self.random_losses += 1;
         } else {
             self.congestion_losses += 1;
         }
-        random
     }
 
     /// The verdict of [`Monitor::classify_loss`] without counting it (false when loss

@@ -485,6 +485,7 @@ fn build_report(
                 capacity_bps: client_path.as_ref().map_or(0.0, |p| p.capacity * 8.0),
                 impairment_loss_pct: client_path.as_ref().map_or(0.0, |p| p.impairment_loss * 100.0),
                 random_losses: client_path.as_ref().map_or(0, |p| p.random_losses),
+                reported_loss_pct: client_path.as_ref().and_then(|p| p.reported_loss).map(|l| l * 100.0),
                 congestion_losses: client_path.as_ref().map_or(0, |p| p.congestion_losses),
                 blackouts: client_path.as_ref().map_or(0, |p| p.stats.blackouts),
                 link: cfg.links[i].to_string(),

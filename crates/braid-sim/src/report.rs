@@ -40,6 +40,8 @@ pub struct PathReport {
     pub impairment_loss_pct: f64,
     /// Loss events classed as random.
     pub random_losses: u64,
+    /// Loss the server reported about the client's packets on the path (PATH_REPORT), %.
+    pub reported_loss_pct: Option<f64>,
     /// Loss events classed as congestion.
     pub congestion_losses: u64,
     /// Times the path went suspect (silent).

@@ -739,4 +739,63 @@ fn seed003_selective_redundancy_speeds_short_flows_at_little_cost() {
     assert!(m_crit < 1.2 * m_all, "critical {m_crit:.1} ms, everything copied {m_all:.1} ms");
     assert!(g_crit > 0.9 * g_none, "bulk keeps its goodput: {g_none:.0} → {g_crit:.0}");
     assert!(g_all < 0.7 * g_none, "copying everything halves the bulk: {g_all:.0}");
+/// Seed 000 §III-B's two-sided channel monitor: a path that reorders (no loss) looks lossy to
+/// the sender, which declares reordered packets lost, but not to the receiver, which sees them
+/// arrive. With the receiver's PATH_REPORTs, LPS puts the base layer on that path instead of
+/// on the really lossy one.
+#[test]
+fn seed000_receiver_reports_put_the_base_layer_on_the_path_that_really_delivers() {
+    let l = ["4mbit/20ms/jitter=8ms/reorder=30%", "4mbit/20ms/loss=1%"];
+    let without = datagrams(&l, Kind::Lps, &[1000, 1000, 1000], secs(1), 60);
+    let mut with = without.clone();
+    with.session.receiver_reports = true;
+    let (without, with) = (go(&without), go(&with));
+    assert_eq!(without.paths[0].wire_drops + without.paths[0].queue_drops, 0);
+    assert!(without.paths[0].lost_packets > 20, "the sender counts reordering as loss");
+    let reported = with.paths[0].reported_loss_pct.expect("reports arrived");
+    assert!(reported < 0.5, "the receiver saw no loss on the reordering path: {reported}");
+    let (base_without, base_with) = (without.classes[0].loss_pct, with.classes[0].loss_pct);
+    assert!(
+        base_with < base_without / 4.0,
+        "base layer loss {base_with} with reports, {base_without} without"
+    );
+}
+
+/// Seed 001 §4.3 (after Biaz and Vaidya): the receiver's inter-arrival judge. Random loss on a
+/// link NewReno keeps uncongested at first: most losses judged random and the window kept, so
+/// goodput well above NewReno without discrimination. Congestion loss on a bottleneck shared
+/// with (emulated) cross traffic and no wire loss: no loss judged random.
+#[test]
+fn seed001_arrival_judge_tells_random_from_congestion_loss() {
+    use braid_core::path::judge::LossJudge;
+    let judged = |link: &str, judge: Option<LossJudge>| {
+        let mut c = bulk(&[link], Kind::MinRtt, 20);
+        c.session.congestion = Algorithm::NewReno;
+        if let Some(j) = judge {
+            c.session.loss_discrimination = true;
+            c.session.loss_judge = j;
+        }
+        go(&c)
+    };
+    let random = "10mbit/20ms/loss=1%";
+    let (off, arrival) = (judged(random, None), judged(random, Some(LossJudge::Arrival)));
+    let p = &arrival.paths[0];
+    assert!(
+        p.random_losses > 2 * p.congestion_losses,
+        "random {} congestion {}",
+        p.random_losses,
+        p.congestion_losses
+    );
+    assert!(
+        arrival.goodput_bps > 2.0 * off.goodput_bps,
+        "arrival {} off {}",
+        arrival.goodput_bps,
+        off.goodput_bps
+    );
+    let shared = "10mbit/20ms/queue=30p/capacity=10mbit@0s,4mbit@5s,10mbit@10s,4mbit@15s";
+    let (rtt, arrival) = (judged(shared, Some(LossJudge::Rtt)), judged(shared, Some(LossJudge::Arrival)));
+    assert_eq!(arrival.paths[0].wire_drops, 0);
+    assert!(arrival.paths[0].congestion_losses > 10);
+    assert_eq!(arrival.paths[0].random_losses, 0, "a queue drop leaves no hole in the arrivals");
+    assert!(rtt.paths[0].random_losses >= arrival.paths[0].random_losses);
 }

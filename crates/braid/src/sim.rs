@@ -71,6 +71,14 @@ pub struct SimArgs {
     /// Enable loss discrimination (random losses do not cut the window).
     #[arg(long)]
     loss_discrimination: bool,
+    /// Which judge classes a loss as random: rtt (the sender's RTT trend) or arrival (the
+    /// receiver's inter-arrival times, seed 001 §4.3, reported in PATH_REPORT).
+    #[arg(long, default_value = "rtt")]
+    loss_judge: braid_core::path::judge::LossJudge,
+    /// The two-sided channel monitor (seed 000): the receiver reports loss, jitter and rate
+    /// per path, and the schedulers read the reported loss.
+    #[arg(long)]
+    receiver_reports: bool,
     /// Update the packet keys after this many packets sealed with one key (default: the
     /// cipher's limit, 2^22 for AES-256-GCM, 2^28 for ChaCha20-Poly1305).
     #[arg(long, value_name = "PACKETS")]
@@ -263,6 +271,8 @@ pub fn config(args: &SimArgs) -> anyhow::Result<SimConfig> {
         ack_path: args.ack_path,
         blackout_freeze: !args.no_blackout_freeze,
         loss_discrimination: args.loss_discrimination,
+        loss_judge: args.loss_judge,
+        receiver_reports: args.receiver_reports,
         path_admission: args.admission,
         redundancy: args.redundancy,
         ..SessionConfig::default()

@@ -156,7 +156,7 @@ impl Path {
         let mut run: Option<(u64, Timestamp)> = None;
         let mut prev_pn = None;
         let mut persistent = false;
-        let random_verdict = self.monitor.judge_loss(&self.rtt);
+        let random_verdict = self.loss_verdict(false);
         for p in &lost[first..] {
             if let Some(mtu) = self.pmtu.on_lost(now, p.size as usize, p.mtu_probe, self.mtu) {
                 tracing::debug!(
@@ -196,7 +196,7 @@ impl Path {
             prev_pn = Some(p.pn);
         }
         if lost_bytes > 0 && self.state == PathState::Active {
-            let random = self.monitor.classify_loss(&self.rtt);
+            let random = self.classify_loss();
             let ev = LossEvent { now, lost_bytes, largest_sent_time, persistent, random };
             self.cc.on_congestion(&ev, &self.rtt);
         }

@@ -2,8 +2,11 @@
 //! detection, RTT estimate, congestion controller and pacer (seed 004: per-path congestion
 //! control, so a loss on one link never slows another).
 
+pub mod arrivals;
+pub mod judge;
 pub mod loss;
 pub mod mtu;
+pub mod peer_report;
 pub mod received;
 pub mod rtt;
 pub mod sent;
@@ -130,6 +133,19 @@ pub struct Path {
     pub delivery: DeliveryRate,
     /// Receive state.
     pub received: Received,
+    /// What arrives on the path, for our PATH_REPORTs (the receiving side of the two-sided
+    /// monitor, seed 000).
+    pub arrivals: arrivals::Arrivals,
+    /// The peer's PATH_REPORTs about our packets on the path (the sending side).
+    pub peer: peer_report::PeerReport,
+    /// Which loss judge classifies this path's losses.
+    pub loss_judge: judge::LossJudge,
+    /// When we last sent a PATH_REPORT for this path.
+    pub report_sent: Option<Timestamp>,
+    /// Received bytes at that report (for the received rate).
+    pub report_bytes: u64,
+    /// A gap verdict not yet reported.
+    pub report_verdict: bool,
     /// Largest packet number acknowledged by the peer.
     pub largest_acked: Option<u64>,
     /// Time-threshold loss timer (RFC 9002 `loss_time`).
@@ -200,6 +216,12 @@ impl Path {
             pacer: Pacer::new(mtu as u64),
             delivery: DeliveryRate::default(),
             received: Received::default(),
+            arrivals: Default::default(),
+            peer: Default::default(),
+            loss_judge: Default::default(),
+            report_sent: None,
+            report_bytes: 0,
+            report_verdict: false,
             largest_acked: None,
             loss_time: None,
             pto_count: 0,

@@ -81,6 +81,12 @@ impl Session {
                 }
                 Ok(())
             }
+            Frame::PathReport { path_id: target, counters } => {
+                if let Some(p) = self.path_mut(target) {
+                    p.peer.on_report(now, counters);
+                }
+                Ok(())
+            }
             Frame::PathAbandon { path_id: target, .. } => {
                 self.retire_path(now, target, false);
                 Ok(())

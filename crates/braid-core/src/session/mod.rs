@@ -14,6 +14,7 @@ pub mod paths;
 mod pinned;
 mod policy;
 mod recv;
+mod reports;
 mod send;
 mod timers;
 pub mod timing;
@@ -411,6 +412,7 @@ impl Session {
     fn apply_path_config(&mut self) {
         for p in &mut self.paths {
             p.monitor.discriminate_loss = self.config.loss_discrimination;
+            p.loss_judge = self.config.loss_judge;
         }
     }
 
@@ -694,6 +696,7 @@ impl Session {
             impairment_loss: p.monitor.impairment_loss,
             random_losses: p.monitor.random_losses,
             congestion_losses: p.monitor.congestion_losses,
+            reported_loss: (p.peer.packets > 0).then_some(p.peer.loss),
             admitted: p.admitted,
             mtu: p.mtu,
             mtu_black_holes: p.pmtu.black_holes,
@@ -801,6 +804,8 @@ pub struct PathInfo {
     pub random_losses: u64,
     /// Loss events classed as congestion.
     pub congestion_losses: u64,
+    /// Loss fraction the peer reported in PATH_REPORT (the two-sided monitor), if it did.
+    pub reported_loss: Option<f64>,
     /// Path admission's verdict (false: kept in standby).
     pub admitted: bool,
     /// Maximum UDP payload the path carries now (lowered when a black hole was found).

@@ -87,6 +87,7 @@ impl Session {
         let mut path =
             Path::new(id, local, remote, PathState::Validating, self.config.congestion, self.mtu(), now);
         path.monitor.discriminate_loss = self.config.loss_discrimination;
+        path.loss_judge = self.config.loss_judge;
         if let Some(r) = self.retired.remove(&id) {
             path.next_pn = r.next_pn;
             path.received.resume(r.replay);

@@ -311,6 +311,8 @@ impl Session {
         let mad = self.config.max_ack_delay;
         if let Some(path) = self.path_mut(h.path_id) {
             path.received.on_packet(now, pn, ack_eliciting, mad);
+            let size = (DATA_HEADER_LEN + len + wire::TAG_LEN) as u64;
+            path.report_verdict |= path.arrivals.on_packet(now, pn, size).is_some();
             if pings && padded && !other {
                 path.received.on_probe(now, pn);
             }

@@ -209,6 +209,9 @@ impl Session {
                 encode::ack(buf, id, (now - at).as_micros() as u64, older.take(max));
             }
         }
+        if !copy {
+            self.write_report_of(i, now, b, buf);
+        }
         let room = b.limit.saturating_sub(buf.len());
         let max_ranges = max_ranges.min(((room.saturating_sub(24)) / 16).max(1));
         let received = &mut self.paths[i].received;
@@ -484,6 +487,7 @@ impl Session {
         let admission = self.config.path_admission;
         let engaged = self.secondary_engaged(now);
         let pinned = &self.pinned;
+        let reports = self.config.receiver_reports;
         views.extend(self.paths.iter_mut().filter(|p| p.state != PathState::Closed).map(|p| {
             let rate = p.usable_capacity(now);
             let min_rtt = p.rtt.min();
@@ -516,7 +520,7 @@ impl Session {
                 in_flight: p.in_flight,
                 ready_at: p.ready_at_over(now, bytes as u64, overdraft),
                 rate,
-                loss_rate: p.monitor.loss_rate,
+                loss_rate: p.scheduler_loss(now, reports),
                 mtu: p.mtu,
                 admitted: p.admitted || !admission,
                 one_way_delay,

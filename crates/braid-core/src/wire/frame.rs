@@ -11,6 +11,7 @@
 //!      (bits: 0x04 offset, 0x02 len, 0x01 fin; without len the data runs to the packet end)
 //! 0x41 PATH_RESPONSE 8 bytes                0x42 PATH_STATUS     path seq status
 //! 0x43 PATH_ABANDON path code               0x50 CLOSE           code reason_len reason
+//! 0x44 PATH_REPORT path received lost random congestion jitter_us rate
 //! 0x60 POLICY seq len body (see `policy`)
 //! ```
 //! Integers are QUIC varints except single-byte `class` and `status`. ACK ranges follow RFC 9000
@@ -40,6 +41,7 @@ const PATH_CHALLENGE: u8 = 0x40;
 const PATH_RESPONSE: u8 = 0x41;
 const PATH_STATUS: u8 = 0x42;
 const PATH_ABANDON: u8 = 0x43;
+const PATH_REPORT: u8 = 0x44;
 const CLOSE: u8 = 0x50;
 const POLICY: u8 = 0x60;
 
@@ -127,6 +129,9 @@ pub enum Frame<'a> {
     PathStatus { path_id: u8, seq: u64, status: PathStatusKind },
     /// The sender closes one path.
     PathAbandon { path_id: u8, code: u64 },
+    /// What the sender received on one of our paths (the two-sided channel monitor, seed
+    /// 000; counters cumulative, see `crate::path::arrivals`).
+    PathReport { path_id: u8, counters: crate::path::peer_report::ReportCounters },
     /// The sender closes the session.
     Close { code: u64, reason: &'a [u8] },
     /// The client's policy for both directions (`crate::policy`), newest `seq` wins.
@@ -134,9 +139,10 @@ pub enum Frame<'a> {
 }
 
 impl Frame<'_> {
-    /// True for frames that ask the receiver for an acknowledgement (all but ACK, PADDING, CLOSE).
+    /// True for frames that ask the receiver for an acknowledgement (all but ACK, PADDING,
+    /// CLOSE, PATH_REPORT: a report rides with ACKs and, like them, is never acknowledged).
     pub fn is_ack_eliciting(&self) -> bool {
-        !matches!(self, Frame::Padding(_) | Frame::Ack(_) | Frame::Close { .. })
+        !matches!(self, Frame::Padding(_) | Frame::Ack(_) | Frame::Close { .. } | Frame::PathReport { .. })
     }
 }
 
@@ -262,6 +268,18 @@ impl<'a> Frames<'a> {
                 Frame::PathStatus { path_id, seq, status }
             }
             PATH_ABANDON => Frame::PathAbandon { path_id: self.path_id()?, code: self.varint()? },
+            PATH_REPORT => {
+                let path_id = self.path_id()?;
+                let counters = crate::path::peer_report::ReportCounters {
+                    received: self.varint()?,
+                    lost: self.varint()?,
+                    random: self.varint()?,
+                    congestion: self.varint()?,
+                    jitter_us: self.varint()?,
+                    rate: self.varint()?,
+                };
+                Frame::PathReport { path_id, counters }
+            }
             CLOSE => {
                 let code = self.varint()?;
                 let len = self.varint()?;
@@ -463,6 +481,18 @@ pub mod encode {
         varint::put(out, code);
     }
 
+    /// PATH_REPORT; values above the varint range are written as its maximum.
+    pub fn path_report(out: &mut Vec<u8>, path_id: u8, c: &crate::path::peer_report::ReportCounters) {
+        out.push(PATH_REPORT);
+        varint::put(out, u64::from(path_id));
+        for v in [c.received, c.lost, c.random, c.congestion, c.jitter_us, c.rate] {
+            varint::put(out, v.min(varint::MAX));
+        }
+    }
+
+    /// The most bytes a PATH_REPORT takes.
+    pub const PATH_REPORT_MAX_LEN: usize = 2 + 2 + 6 * 8;
+
     /// CLOSE; the reason is cut to 256 bytes.
     pub fn close(out: &mut Vec<u8>, code: u64, reason: &[u8]) {
         let reason = &reason[..reason.len().min(256)];
@@ -476,6 +506,7 @@ pub mod encode {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::path::peer_report::ReportCounters;
     use proptest::prelude::*;
 
     fn parse_all(buf: &[u8]) -> Vec<Frame<'_>> {
@@ -502,9 +533,20 @@ mod tests {
         encode::path_status(&mut out, 1, 3, PathStatusKind::Backup);
         encode::path_abandon(&mut out, 2, 0);
         encode::close(&mut out, 0, b"bye");
+        let report = ReportCounters {
+            received: 900,
+            lost: 12,
+            random: 9,
+            congestion: 3,
+            jitter_us: 1500,
+            rate: 1 << 33,
+        };
+        encode::path_report(&mut out, 7, &report);
         encode::stream(&mut out, 16, 70000, false, b"tail", true);
         let frames = parse_all(&out);
-        assert_eq!(frames.len(), 18);
+        assert_eq!(frames.len(), 19);
+        assert_eq!(frames[17], Frame::PathReport { path_id: 7, counters: report });
+        assert!(!frames[17].is_ack_eliciting());
         let Frame::Ack(ack) = &frames[1] else { panic!("ack") };
         assert_eq!(ack.path_id, 3);
         assert_eq!(ack.largest, 20);
@@ -515,7 +557,7 @@ mod tests {
             frames[11],
             Frame::Datagram { class: 2, seq: 6, deadline_us: Some(20_000), data: b"late" }
         );
-        assert_eq!(frames[17], Frame::Stream { id: 16, offset: 70000, fin: false, data: b"tail" });
+        assert_eq!(frames[18], Frame::Stream { id: 16, offset: 70000, fin: false, data: b"tail" });
         assert_eq!(
             encode::stream_header_len(16, 70000, None) + 4,
             out.len() - out.iter().rposition(|&b| b == 0x0c).unwrap()
@@ -539,6 +581,20 @@ mod tests {
         #[test]
         fn parser_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
             for f in Frames::new(&bytes) { let _ = f; }
+        }
+
+        /// Any PATH_REPORT round-trips (values within the varint range), fits its bound, and
+        /// every truncation of it is refused without a panic.
+        #[test]
+        fn path_report_round_trips(path_id in any::<u8>(), v in proptest::array::uniform6(0..=varint::MAX)) {
+            let c = ReportCounters { received: v[0], lost: v[1], random: v[2], congestion: v[3], jitter_us: v[4], rate: v[5] };
+            let mut out = Vec::new();
+            encode::path_report(&mut out, path_id, &c);
+            prop_assert!(out.len() <= encode::PATH_REPORT_MAX_LEN);
+            prop_assert_eq!(parse_all(&out), vec![Frame::PathReport { path_id, counters: c }]);
+            for cut in 1..out.len() {
+                prop_assert!(Frames::new(&out[..cut]).next().unwrap().is_err());
+            }
         }
     }
 }
