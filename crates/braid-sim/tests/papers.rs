@@ -739,6 +739,8 @@ fn seed003_selective_redundancy_speeds_short_flows_at_little_cost() {
     assert!(m_crit < 1.2 * m_all, "critical {m_crit:.1} ms, everything copied {m_all:.1} ms");
     assert!(g_crit > 0.9 * g_none, "bulk keeps its goodput: {g_none:.0} → {g_crit:.0}");
     assert!(g_all < 0.7 * g_none, "copying everything halves the bulk: {g_all:.0}");
+}
+
 /// Seed 000 §III-B's two-sided channel monitor: a path that reorders (no loss) looks lossy to
 /// the sender, which declares reordered packets lost, but not to the receiver, which sees them
 /// arrive. With the receiver's PATH_REPORTs, LPS puts the base layer on that path instead of
