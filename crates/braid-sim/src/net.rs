@@ -45,6 +45,8 @@ pub struct Arrival {
 pub struct LinkCounters {
     /// Wire bytes offered upstream (client → server).
     pub up_bytes: u64,
+    /// Wire bytes offered downstream (server → client).
+    pub down_bytes: u64,
     /// Drops upstream: queue, wire, down.
     pub up_drops: [u64; 3],
     /// Drops downstream: queue, wire, down.
@@ -161,6 +163,7 @@ impl Net {
     pub fn counters(&self, i: usize) -> LinkCounters {
         LinkCounters {
             up_bytes: self.up[i].bytes_offered,
+            down_bytes: self.down[i].bytes_offered,
             up_drops: self.up[i].drops,
             down_drops: self.down[i].drops,
         }
