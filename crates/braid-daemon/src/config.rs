@@ -110,7 +110,9 @@ impl SessionSection {
                 "lowest-rtt" => AckPath::LowestRtt,
                 "same-path" => AckPath::SamePath,
                 "secondary" => AckPath::Secondary,
-                _ => return Err(format!("session.ack_path: '{v}' is not lowest-rtt, same-path or secondary")),
+                _ => {
+                    return Err(format!("session.ack_path: '{v}' is not lowest-rtt, same-path or secondary"))
+                }
             };
         }
         if let Some(v) = self.blackout_freeze {

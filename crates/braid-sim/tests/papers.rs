@@ -241,10 +241,12 @@ fn seed003_offloading_acks_gains_on_a_shared_medium() {
         go(&c).goodput_bps
     };
     let shared = "54mbit/25ms/shared/mac=360us";
-    let (same, off) = (ack(shared, braid_core::AckPath::SamePath), ack(shared, braid_core::AckPath::Secondary));
+    let (same, off) =
+        (ack(shared, braid_core::AckPath::SamePath), ack(shared, braid_core::AckPath::Secondary));
     assert!(off > 1.15 * same && off < 1.5 * same, "shared medium: secondary {off} vs same path {same}");
     let duplex = "54mbit/25ms/mac=360us";
-    let (same, off) = (ack(duplex, braid_core::AckPath::SamePath), ack(duplex, braid_core::AckPath::Secondary));
+    let (same, off) =
+        (ack(duplex, braid_core::AckPath::SamePath), ack(duplex, braid_core::AckPath::Secondary));
     assert!((off / same - 1.0).abs() < 0.05, "no contention: secondary {off} vs same path {same}");
 }
 

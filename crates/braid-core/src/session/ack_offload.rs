@@ -107,11 +107,16 @@ impl Session {
         let active = |p: &crate::path::Path| p.state == PathState::Active;
         let mine = self.paths[i].received.packet_rate(now);
         if !active(&self.paths[i])
-            || self.paths.iter().enumerate().any(|(k, p)| k != i && active(p) && p.received.packet_rate(now) > mine)
+            || self
+                .paths
+                .iter()
+                .enumerate()
+                .any(|(k, p)| k != i && active(p) && p.received.packet_rate(now) > mine)
         {
             return None;
         }
-        let rank = |p: &crate::path::Path| (p.status() == PathStatusKind::Active, p.usable_capacity(now) as u64);
+        let rank =
+            |p: &crate::path::Path| (p.status() == PathStatusKind::Active, p.usable_capacity(now) as u64);
         let (j, p) = self
             .paths
             .iter()
