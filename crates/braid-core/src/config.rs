@@ -16,6 +16,13 @@ pub enum AckPath {
     /// (seed 003's offloading-ACK); a path's ACKs never ride on a third path.
     #[default]
     LowestRtt,
+    /// Seed 003's offloading-ACK as the paper defines it (§3.1, §4.2): the ACKs of the
+    /// primary path (the one receiving the most packets) go to a secondary path, only while
+    /// the primary's window is large (≥ 20 packets a round trip), only as many as the
+    /// secondary's spare capacity sustains (the rest stay on the primary), and replaceable
+    /// ones are dropped rather than sent on the primary when the secondary is short
+    /// (see `session::ack_offload`).
+    Secondary,
 }
 
 /// Selective redundancy (seed 003 §5): which packets also leave on a second path, beyond

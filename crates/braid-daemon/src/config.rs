@@ -110,7 +110,10 @@ impl SessionSection {
             c.ack_path = match v.as_str() {
                 "lowest-rtt" => AckPath::LowestRtt,
                 "same-path" => AckPath::SamePath,
-                _ => return Err(format!("session.ack_path: '{v}' is not lowest-rtt or same-path")),
+                "secondary" => AckPath::Secondary,
+                _ => {
+                    return Err(format!("session.ack_path: '{v}' is not lowest-rtt, same-path or secondary"))
+                }
             };
         }
         if let Some(v) = self.blackout_freeze {

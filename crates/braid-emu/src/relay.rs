@@ -6,7 +6,7 @@
 //! [`Stale`] copies for a while (RFC 9000 §9.3 cases: reordered and duplicated packets from a
 //! peer's previous address).
 
-use braid_sim::link::{Direction, Fate, LinkSpec};
+use braid_sim::link::{Direction, Fate, LinkSpec, Medium};
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 use std::cmp::Reverse;
@@ -294,6 +294,7 @@ async fn run(
     let start = Instant::now();
     let mut up = Direction::new(ChaCha8Rng::seed_from_u64(seed));
     let mut down = Direction::new(ChaCha8Rng::seed_from_u64(seed ^ 0xd0));
+    let mut medium = Medium::default();
     let mut queue: BinaryHeap<Reverse<Pending>> = BinaryHeap::new();
     let mut client: Option<SocketAddr> = None;
     let mut seq = 0u64;
@@ -389,7 +390,7 @@ async fn run(
         let fate = if shared.down.load(Ordering::SeqCst) || queue.len() >= MAX_IN_FLIGHT {
             Fate::Down
         } else {
-            dir.offer(&spec, t, data.len())
+            dir.offer_with(&mut medium, &spec, t, data.len())
         };
         match fate {
             Fate::Arrives(at, dup) => {

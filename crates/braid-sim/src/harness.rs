@@ -502,6 +502,7 @@ fn build_report(
                 timeline_bps: Vec::new(),
                 queue_drops: net.counters(i).up_drops[0],
                 wire_drops: net.counters(i).up_drops[1],
+                return_bytes: net.counters(i).down_bytes,
             }
         })
         .collect();

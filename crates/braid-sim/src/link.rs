@@ -19,6 +19,8 @@
 //! | `down=T-T,…` | outages, e.g. `down=10s-20s` |
 //! | `back=D` | one-way delay of the server → client direction instead of DELAY (seed 002's reverse-path disparity; simulator only) |
 //! | `drop=T,…` | a single loss: the first client → server packet offered at or after each T is lost on the wire (seed 004's loss at 18 s) |
+//! | `shared` | half-duplex shared medium (Wi-Fi): both directions draw from one rate and one queue, so ACKs one way take airtime from data the other way (seed 003 §3.1's self-contention) |
+//! | `mac=D` | medium access time added to every packet's serialization (802.11's DIFS, backoff, preamble and link-layer ACK): a small packet costs nearly as much airtime as a large one (seed 003 §3.1) |
 
 use crate::units::{parse_duration, parse_percent, parse_rate};
 use rand_chacha::ChaCha8Rng;
@@ -85,6 +87,10 @@ pub struct LinkSpec {
     /// Largest IP packet the link carries (a tunnel or PPPoE hop whose "fragmentation
     /// needed" messages are lost: larger packets vanish); None for no limit.
     pub mtu: Option<usize>,
+    /// Both directions share one rate and one queue (a half-duplex medium such as Wi-Fi).
+    pub shared: bool,
+    /// Airtime every packet costs on top of its bytes at the rate (medium access).
+    pub mac: Duration,
 }
 
 impl LinkSpec {
@@ -105,6 +111,8 @@ impl LinkSpec {
             drop_at: Vec::new(),
             back_delay: None,
             mtu: None,
+            shared: false,
+            mac: Duration::ZERO,
         }
     }
 
@@ -117,6 +125,10 @@ impl LinkSpec {
         )?;
         let mut spec = LinkSpec::new(rate, delay);
         for opt in parts {
+            if opt == "shared" {
+                spec.shared = true;
+                continue;
+            }
             let (k, v) =
                 opt.split_once('=').ok_or_else(|| format!("link option '{opt}' must be key=value"))?;
             match k {
@@ -133,6 +145,7 @@ impl LinkSpec {
                 "capacity" => spec.capacity = parse_capacity(v)?,
                 "down" => spec.down = parse_down(v)?,
                 "back" => spec.back_delay = Some(parse_duration(v)?),
+                "mac" => spec.mac = parse_duration(v)?,
                 "drop" => {
                     spec.drop_at = v.split(',').map(parse_duration).collect::<Result<Vec<_>, _>>()?;
                     spec.drop_at.sort();
@@ -146,7 +159,7 @@ impl LinkSpec {
                 }
                 other => {
                     return Err(format!(
-                        "unknown link option '{other}' (loss, jitter, queue, ge, dup, reorder, capacity, down, drop, back, mtu)"
+                        "unknown link option '{other}' (loss, jitter, queue, ge, dup, reorder, capacity, down, drop, back, mtu, mac; or shared)"
                     ))
                 }
             }
@@ -205,6 +218,12 @@ impl fmt::Display for LinkSpec {
         }
         if !self.jitter.is_zero() {
             write!(f, "/jitter={}ms", self.jitter.as_secs_f64() * 1e3)?;
+        }
+        if !self.mac.is_zero() {
+            write!(f, "/mac={}us", self.mac.as_micros())?;
+        }
+        if self.shared {
+            write!(f, "/shared")?;
         }
         Ok(())
     }
@@ -288,13 +307,43 @@ pub enum Fate {
     Down,
 }
 
-/// One direction of a link in operation: its queue and its random state.
-#[derive(Debug)]
-pub struct Direction {
+/// A transmitter: packets queued for serialization and when it is next free. Each direction
+/// of a link has its own, unless the link is a shared medium (`shared`): then both directions
+/// queue on one, and a packet one way waits for those the other way (seed 003 §3.1).
+#[derive(Debug, Default)]
+pub struct Medium {
     /// Serialization of queued packets ends at these times (with their sizes).
     queue: VecDeque<(Duration, u64)>,
     queued_bytes: u64,
     busy_until: Duration,
+}
+
+impl Medium {
+    /// Queues `wire` bytes offered at `now`: when their serialization ends, or None when the
+    /// queue is full (drop-tail).
+    fn enqueue(&mut self, spec: &LinkSpec, now: Duration, wire: u64) -> Option<Duration> {
+        while self.queue.front().is_some_and(|(end, _)| *end <= now) {
+            let (_, b) = self.queue.pop_front().expect("checked");
+            self.queued_bytes -= b;
+        }
+        if self.queued_bytes + wire > spec.queue_bytes() {
+            return None;
+        }
+        let start = self.busy_until.max(now);
+        let rate = spec.rate_at(start).max(1) as f64;
+        let end = start + Duration::from_secs_f64(wire as f64 * 8.0 / rate) + spec.mac;
+        self.busy_until = end;
+        self.queue.push_back((end, wire));
+        self.queued_bytes += wire;
+        Some(end)
+    }
+}
+
+/// One direction of a link in operation: its transmitter and its random state.
+#[derive(Debug)]
+pub struct Direction {
+    /// This direction's own transmitter (unused on a shared medium).
+    medium: Medium,
     last_arrival: Duration,
     bad: bool,
     rng: ChaCha8Rng,
@@ -312,9 +361,7 @@ impl Direction {
     /// A direction whose randomness comes from `rng`.
     pub fn new(rng: ChaCha8Rng) -> Self {
         Direction {
-            queue: VecDeque::new(),
-            queued_bytes: 0,
-            busy_until: Duration::ZERO,
+            medium: Medium::default(),
             last_arrival: Duration::ZERO,
             bad: false,
             rng,
@@ -343,27 +390,41 @@ impl Direction {
         (self.rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
 
-    /// Offers a datagram of `udp_len` bytes (UDP payload) at time `now`.
+    /// Offers a datagram of `udp_len` bytes (UDP payload) at time `now`, on this direction's
+    /// own transmitter.
     pub fn offer(&mut self, spec: &LinkSpec, now: Duration, udp_len: usize) -> Fate {
+        let mut own = std::mem::take(&mut self.medium);
+        let fate = self.offer_on(&mut own, spec, now, udp_len);
+        self.medium = own;
+        fate
+    }
+
+    /// Offers a datagram on the link's `shared` transmitter when the link is a shared medium
+    /// (the same `Medium` for both directions), on this direction's own otherwise.
+    pub fn offer_with(
+        &mut self,
+        shared: &mut Medium,
+        spec: &LinkSpec,
+        now: Duration,
+        udp_len: usize,
+    ) -> Fate {
+        if spec.shared {
+            self.offer_on(shared, spec, now, udp_len)
+        } else {
+            self.offer(spec, now, udp_len)
+        }
+    }
+
+    fn offer_on(&mut self, medium: &mut Medium, spec: &LinkSpec, now: Duration, udp_len: usize) -> Fate {
         let wire = (udp_len + IP_UDP_OVERHEAD) as u64;
         if spec.is_down(now) {
             self.drops[2] += 1;
             return Fate::Down;
         }
-        while self.queue.front().is_some_and(|(end, _)| *end <= now) {
-            let (_, b) = self.queue.pop_front().expect("checked");
-            self.queued_bytes -= b;
-        }
-        if self.queued_bytes + wire > spec.queue_bytes() {
+        let Some(end) = medium.enqueue(spec, now, wire) else {
             self.drops[0] += 1;
             return Fate::QueueDrop;
-        }
-        let start = self.busy_until.max(now);
-        let rate = spec.rate_at(start).max(1) as f64;
-        let end = start + Duration::from_secs_f64(wire as f64 * 8.0 / rate);
-        self.busy_until = end;
-        self.queue.push_back((end, wire));
-        self.queued_bytes += wire;
+        };
         self.bytes_offered += wire;
         // Loss on the wire, after the queue.
         let lost = match spec.gilbert {
@@ -448,6 +509,72 @@ mod tests {
         assert_eq!(d.offer(&spec, t0, 972), Fate::QueueDrop);
         // After the queue drained, room again.
         assert!(matches!(d.offer(&spec, Duration::from_millis(3), 972), Fate::Arrives(..)));
+    }
+
+    #[test]
+    fn a_shared_medium_carries_both_directions_at_one_rate() {
+        let spec = LinkSpec::parse("8mbit/10ms/shared/queue=1000000").unwrap(); // 1 byte per µs
+        assert!(spec.shared && LinkSpec::parse("8mbit/10ms").is_ok_and(|s| !s.shared));
+        let mut medium = Medium::default();
+        let mut up = Direction::new(ChaCha8Rng::seed_from_u64(1));
+        let mut down = Direction::new(ChaCha8Rng::seed_from_u64(2)).server_to_client();
+        // 1000 wire bytes each way every 1.5 ms: 2000 bytes offered per 1.5 ms, at most 1500
+        // can be carried.
+        let mut last = Duration::ZERO;
+        for i in 0..400u64 {
+            let t = Duration::from_micros(1500 * i);
+            for d in [&mut up, &mut down] {
+                if let Fate::Arrives(a, _) = d.offer_with(&mut medium, &spec, t, 972) {
+                    last = last.max(a);
+                }
+            }
+        }
+        // 800 packets of 1000 bytes take 800 ms of airtime: the last arrives no earlier than
+        // 800 ms + 10 ms, well after the 600 ms the offers took.
+        assert!(last >= Duration::from_millis(810), "{last:?}");
+        // Each direction alone, on its own transmitter, keeps up with its offers.
+        let spec = LinkSpec::parse("8mbit/10ms/queue=1000000").unwrap();
+        let (mut up, mut down) =
+            (Direction::new(ChaCha8Rng::seed_from_u64(1)), Direction::new(ChaCha8Rng::seed_from_u64(2)));
+        let mut last = Duration::ZERO;
+        for i in 0..400u64 {
+            let t = Duration::from_micros(1500 * i);
+            for d in [&mut up, &mut down] {
+                if let Fate::Arrives(a, _) = d.offer_with(&mut medium, &spec, t, 972) {
+                    last = last.max(a);
+                }
+            }
+        }
+        assert_eq!(last, Duration::from_micros(1500 * 399 + 1000 + 10_000));
+    }
+
+    #[test]
+    fn shared_medium_delivered_rate_never_exceeds_the_link_rate() {
+        // Random offers both ways: bytes delivered by any time t never exceed rate × t.
+        let spec = LinkSpec::parse("8mbit/0ms/shared/mac=100us").unwrap();
+        let mut medium = Medium::default();
+        let mut dirs =
+            [Direction::new(ChaCha8Rng::seed_from_u64(1)), Direction::new(ChaCha8Rng::seed_from_u64(2))];
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let mut arrivals = Vec::new();
+        let mut t = Duration::ZERO;
+        for _ in 0..5000 {
+            t += Duration::from_micros(rng.next_u64() % 400);
+            let len = 40 + (rng.next_u64() % 1400) as usize;
+            let d = &mut dirs[(rng.next_u64() % 2) as usize];
+            if let Fate::Arrives(a, _) = d.offer_with(&mut medium, &spec, t, len) {
+                arrivals.push((a, (len + IP_UDP_OVERHEAD) as u64));
+            }
+        }
+        arrivals.sort();
+        let mut bytes = 0u64;
+        for (i, (a, b)) in arrivals.iter().enumerate() {
+            bytes += b;
+            // Each packet also costs 100 µs of medium access.
+            let airtime = bytes as f64 * 8.0 / 8e6 + (i + 1) as f64 * 100e-6;
+            assert!(a.as_secs_f64() + 1e-9 >= airtime, "{i}: {bytes} bytes by {a:?}");
+        }
+        assert!(dirs.iter().all(|d| d.drops[0] > 0), "the offers overload the medium both ways");
     }
 
     #[test]

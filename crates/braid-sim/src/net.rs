@@ -2,7 +2,7 @@
 //! queue of packets in flight, and a digest of every byte that crossed it (same seed, same
 //! digest).
 
-use crate::link::{Direction, Fate, LinkSpec};
+use crate::link::{Direction, Fate, LinkSpec, Medium};
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 use std::cmp::Reverse;
@@ -45,6 +45,8 @@ pub struct Arrival {
 pub struct LinkCounters {
     /// Wire bytes offered upstream (client → server).
     pub up_bytes: u64,
+    /// Wire bytes offered downstream (server → client).
+    pub down_bytes: u64,
     /// Drops upstream: queue, wire, down.
     pub up_drops: [u64; 3],
     /// Drops downstream: queue, wire, down.
@@ -57,6 +59,8 @@ pub struct Net {
     pub specs: Vec<LinkSpec>,
     up: Vec<Direction>,
     down: Vec<Direction>,
+    /// Each link's transmitter for both directions, used when it is a shared medium.
+    media: Vec<Medium>,
     queue: BinaryHeap<Reverse<Arrival>>,
     seq: u64,
     digest: WireDigest,
@@ -113,6 +117,7 @@ impl Net {
         Net {
             up: (0..specs.len()).map(|i| dir(i, 0)).collect(),
             down: (0..specs.len()).map(|i| dir(i, 1).server_to_client()).collect(),
+            media: (0..specs.len()).map(|_| Medium::default()).collect(),
             specs,
             queue: BinaryHeap::new(),
             seq: 0,
@@ -127,7 +132,7 @@ impl Net {
             return;
         };
         let dir = if to_server { &mut self.up[link] } else { &mut self.down[link] };
-        if let Fate::Arrives(at, dup) = dir.offer(spec, now, data.len()) {
+        if let Fate::Arrives(at, dup) = dir.offer_with(&mut self.media[link], spec, now, data.len()) {
             for at in std::iter::once(at).chain(dup) {
                 self.seq += 1;
                 self.queue.push(Reverse(Arrival { at, seq: self.seq, to_server, link, data: data.to_vec() }));
@@ -158,6 +163,7 @@ impl Net {
     pub fn counters(&self, i: usize) -> LinkCounters {
         LinkCounters {
             up_bytes: self.up[i].bytes_offered,
+            down_bytes: self.down[i].bytes_offered,
             up_drops: self.up[i].drops,
             down_drops: self.down[i].drops,
         }

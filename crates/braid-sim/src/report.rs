@@ -26,6 +26,8 @@ pub struct PathReport {
     pub queue_drops: u64,
     /// Client → server packets lost on the wire.
     pub wire_drops: u64,
+    /// Wire bytes the server offered to the link (in a bulk run, mostly its ACKs).
+    pub return_bytes: u64,
     /// Datagrams the client put on this path (sent, or dropped in its queue at the deadline).
     pub datagrams_assigned: u64,
     /// Datagrams that arrived on it (redundant copies included).

@@ -18,7 +18,8 @@ use std::time::Duration;
 5mbit/40ms/loss=1%/jitter=2ms. Keys: loss=P%, jitter=D, queue=BYTES|Np|D, ge=P:R:L% \
 (Gilbert-Elliott), dup=P%, reorder=P%, capacity=R@T,R@T..., down=T-T,..., drop=T,... (one \
 client->server packet lost at each T), back=D (server->client delay), mtu=BYTES (largest IP \
-packet; larger ones vanish, as behind a path MTU black hole)")]
+packet; larger ones vanish, as behind a path MTU black hole), mac=D (medium access time per \
+packet), shared (both directions share one rate and queue, like Wi-Fi)")]
 pub struct SimArgs {
     /// A link (repeat for each): RATE/DELAY[/key=value...].
     #[arg(long = "link", value_name = "LINK", required = true)]
@@ -62,7 +63,8 @@ pub struct SimArgs {
     /// Transfer exactly this many bytes (e.g. 50MB) instead of running for the whole duration.
     #[arg(long, value_parser = parse_size)]
     bytes: Option<u64>,
-    /// Where acknowledgements travel: lowest-rtt (seed 003) or same-path.
+    /// Where acknowledgements travel: lowest-rtt, same-path, or secondary (seed 003's
+    /// offloading-ACK: the primary path's ACKs on the secondary while its window is large).
     #[arg(long, default_value = "lowest-rtt", value_parser = parse_ack_path)]
     ack_path: AckPath,
     /// Disable blackout freeze (a silent path's congestion state collapses like TCP's).
@@ -200,7 +202,8 @@ fn parse_ack_path(s: &str) -> Result<AckPath, String> {
     match s {
         "lowest-rtt" => Ok(AckPath::LowestRtt),
         "same-path" => Ok(AckPath::SamePath),
-        _ => Err(format!("'{s}': use lowest-rtt or same-path")),
+        "secondary" => Ok(AckPath::Secondary),
+        _ => Err(format!("'{s}': use lowest-rtt, same-path or secondary")),
     }
 }
 

@@ -35,6 +35,9 @@ pub struct Received {
     interval: Option<(Timestamp, u32)>,
     /// Packets per second over the last full interval.
     packet_rate: f64,
+    /// A packet arrived out of order since the last ACK: the next one carries news beyond the
+    /// cumulative point (seed 003's ACK Marker: not replaceable).
+    reordered: bool,
 }
 
 impl Received {
@@ -76,6 +79,7 @@ impl Received {
             if !in_order || self.eliciting_since_ack >= ACK_ELICITING_THRESHOLD {
                 self.immediate = true;
             }
+            self.reordered |= !in_order;
             self.deadline.get_or_insert(now + max_ack_delay);
         }
     }
@@ -174,6 +178,28 @@ impl Received {
         self.immediate = false;
         self.deadline = None;
         self.eliciting_since_ack = 0;
+        self.reordered = false;
+    }
+
+    /// True when the due ACK only moves the cumulative point and a newer one will supersede
+    /// it (seed 003 §4.2, the ACK Marker's "replaceable"): it is due by the ack-eliciting
+    /// threshold, its packets arrived in order, no packet-pair report waits, and its delay
+    /// deadline has not passed.
+    pub fn replaceable(&self, now: Timestamp) -> bool {
+        self.pending
+            && self.immediate
+            && !self.reordered
+            && self.pair_report.is_none()
+            && self.deadline.is_some_and(|d| d > now)
+    }
+
+    /// A replaceable ACK was dropped (seed 003's Offloader, short of capacity on the
+    /// secondary): the next ACK supersedes it — after the next ack-eliciting threshold, or at
+    /// the latest at the unchanged delay deadline, so an ACK is never later than
+    /// `max_ack_delay`.
+    pub fn on_ack_replaced(&mut self) {
+        self.immediate = false;
+        self.eliciting_since_ack = 0;
     }
 
     /// The ACK as it stands, leaving it due: a copy sent on a second path.
@@ -195,6 +221,31 @@ impl Received {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_dropped_replaceable_ack_leaves_by_its_deadline() {
+        let t0 = Timestamp::from_duration(Duration::from_secs(1));
+        let ms = |m: u64| t0 + Duration::from_millis(m);
+        let delay = Duration::from_millis(25);
+        let mut r = Received::default();
+        r.on_packet(t0, 0, true, delay);
+        r.on_packet(ms(1), 1, true, delay);
+        assert!(r.ack_due(ms(1)) && r.replaceable(ms(1)));
+        r.on_ack_replaced();
+        assert!(!r.ack_due(ms(2)) && r.has_pending());
+        // The next threshold makes a newer ACK due.
+        r.on_packet(ms(3), 2, true, delay);
+        r.on_packet(ms(4), 3, true, delay);
+        assert!(r.ack_due(ms(4)));
+        r.on_ack_replaced();
+        // Without newer packets the ACK still leaves at the first packet's deadline, and is
+        // no longer replaceable then.
+        assert!(!r.ack_due(ms(24)) && r.ack_due(ms(25)) && !r.replaceable(ms(25)));
+        r.on_ack_sent();
+        // A gap makes the next ACK carry more than the cumulative point.
+        r.on_packet(ms(30), 5, true, delay);
+        assert!(r.ack_due(ms(30)) && !r.replaceable(ms(30)));
+    }
 
     #[test]
     fn delayed_and_immediate_acks() {

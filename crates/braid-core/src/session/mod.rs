@@ -4,6 +4,7 @@
 //! Its code is split by concern: `recv` (datagrams in), `send` (datagrams out), `frames`
 //! (what received frames do), `paths` (joining, validation, blackout), `timers`.
 
+mod ack_offload;
 mod class_limits;
 mod critical;
 mod frames;
@@ -233,6 +234,8 @@ pub struct Session {
     copy_budget: critical::CopyBudget,
     /// The scheduler's path views, rebuilt for every data packet in this one allocation.
     views: Vec<scheduler::PathView>,
+    /// Offloading-ACK's credit on the secondary path (`AckPath::Secondary`).
+    ack_credit: ack_offload::Credit,
     /// Schedulers of traffic classes that have their own, one instance per kind.
     class_schedulers: Vec<(scheduler::Kind, Box<dyn Scheduler>)>,
     /// Which classes use which scheduler kind (from the config, changed live).
@@ -309,6 +312,7 @@ impl Session {
             lost_scratch: Vec::new(),
             pinned: BTreeMap::new(),
             views: Vec::new(),
+            ack_credit: Default::default(),
             class_schedulers,
             class_kinds,
             scheduler_seed,

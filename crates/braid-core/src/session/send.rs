@@ -9,6 +9,7 @@
 //!    the path the scheduler of the content's traffic class picks;
 //! 6. keepalive PINGs on idle paths.
 
+use super::ack_offload;
 use super::class_limits;
 use super::pinned::Pinned;
 use super::timing::LIVENESS_MIN;
@@ -347,7 +348,15 @@ impl Session {
     /// to spare ([`ACK_CARRIER_BYTES_PER_PACKET`]); when none has, the fastest answering path
     /// all the same (never a suspect path's own dead link). None with no active path.
     fn offload_carrier(&self, for_idx: usize, now: Timestamp) -> Option<usize> {
-        if self.config.ack_path == AckPath::SamePath && self.paths[for_idx].state != PathState::Closed {
+        let open = self.paths[for_idx].state != PathState::Closed;
+        if self.config.ack_path == AckPath::Secondary && open {
+            // Seed 003's own rule (see `ack_offload`); a dropped ACK is never written.
+            return match self.ack_route(for_idx, now) {
+                ack_offload::Route::Secondary(j) => Some(j),
+                _ => Some(for_idx),
+            };
+        }
+        if self.config.ack_path == AckPath::SamePath && open {
             return Some(for_idx);
         }
         let need = self.paths[for_idx].received.packet_rate(now) * ACK_CARRIER_BYTES_PER_PACKET;
@@ -360,6 +369,9 @@ impl Session {
     }
 
     fn poll_acks(&mut self, now: Timestamp, buf: &mut Vec<u8>) -> Option<Transmit> {
+        if self.config.ack_path == AckPath::Secondary {
+            self.drop_replaceable_acks(now);
+        }
         let due = self.paths.iter().position(|p| p.received.ack_due(now))?;
         let (idx, alone) = self.ack_carrier(due, now);
         let mut b = self.start(idx, buf);
@@ -376,7 +388,11 @@ impl Session {
             encode::ping(buf);
             b.ack_eliciting = true;
         }
-        Some(self.seal_and_record(now, b, buf, None))
+        let t = self.seal_and_record(now, b, buf, None);
+        if self.config.ack_path == AckPath::Secondary && !alone {
+            self.on_ack_packet_sent(due, idx, t.size, now);
+        }
+        Some(t)
     }
 
     fn poll_keepalive(&mut self, now: Timestamp, buf: &mut Vec<u8>) -> Option<Transmit> {
