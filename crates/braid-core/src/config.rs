@@ -74,6 +74,10 @@ pub struct SessionConfig {
     pub blackout_freeze: bool,
     /// Do not cut the window for losses classed as random (seeds 001, 003).
     pub loss_discrimination: bool,
+    /// Loss fetching (seed 003 §3.3, mirroring-loss-fetching): stream bytes lost on the
+    /// primary path (the highest-capacity one) are sent again on the secondary path, ahead of
+    /// new data and spaced one packet time of the secondary apart (see `session::fetch`).
+    pub loss_fetching: bool,
     /// Leave out paths that seeds 000/002 predict would lower the total, keeping them in
     /// standby until they improve (see `scheduler::admission`). Off by default: those rules
     /// describe one TCP flow striped over links, and with braid's per-path congestion control
@@ -108,6 +112,7 @@ impl Default for SessionConfig {
             key_update: Default::default(),
             blackout_freeze: true,
             loss_discrimination: false,
+            loss_fetching: false,
             path_admission: false,
             max_paths: 16,
             datagram_queue: 1024,

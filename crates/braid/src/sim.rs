@@ -64,6 +64,10 @@ pub struct SimArgs {
     /// Enable loss discrimination (random losses do not cut the window).
     #[arg(long)]
     loss_discrimination: bool,
+    /// Enable loss fetching (seed 003): stream bytes lost on the primary (highest-capacity)
+    /// path are resent on the secondary path, ahead of new data, one packet time apart.
+    #[arg(long)]
+    loss_fetching: bool,
     /// Update the packet keys after this many packets sealed with one key (default: the
     /// cipher's limit, 2^22 for AES-256-GCM, 2^28 for ChaCha20-Poly1305).
     #[arg(long, value_name = "PACKETS")]
@@ -249,6 +253,7 @@ pub fn config(args: &SimArgs) -> anyhow::Result<SimConfig> {
         ack_path: args.ack_path,
         blackout_freeze: !args.no_blackout_freeze,
         loss_discrimination: args.loss_discrimination,
+        loss_fetching: args.loss_fetching,
         path_admission: args.admission,
         ..SessionConfig::default()
     };

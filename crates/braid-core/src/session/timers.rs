@@ -7,6 +7,7 @@
 //! | `Idle` | any authenticated packet | session ends: `IdleTimeout` |
 //! | `Closing` | `close` called | session ends |
 //! | `Pacing` | data waits for a pacer | data sent |
+//! | `Fetch` | a loss fetch waits for the secondary | fetch sent, or resent as usual |
 //! | `Loss(path)` | packets outstanding | losses declared, or a probe is owed |
 //! | `Silence(path)` | ack-eliciting data outstanding | path suspect, data moved |
 //! | `Ack(path)` | ack-eliciting packet received | ACK sent |
@@ -35,6 +36,8 @@ pub enum Timer {
     Closing,
     /// A pacer releases waiting data.
     Pacing,
+    /// A loss fetch may leave, or falls back (seed 003, see `fetch`).
+    Fetch,
     /// Loss detection or probe timeout.
     Loss(PathId),
     /// Path silence.
@@ -65,6 +68,9 @@ impl Session {
                 f(Timer::Idle, self.last_activity + self.config.idle_timeout);
                 if let Some(t) = self.next_send {
                     f(Timer::Pacing, t);
+                }
+                if let Some(t) = self.fetch.wake {
+                    f(Timer::Fetch, t);
                 }
                 for (idx, p) in self.paths.iter().enumerate() {
                     let id = p.id;
@@ -133,6 +139,9 @@ impl Session {
         if self.next_send.is_some_and(|t| t <= now) {
             self.next_send = None;
         }
+        if self.fetch.wake.is_some_and(|t| t <= now) {
+            self.fetch.wake = None;
+        }
         let mad = self.config.max_ack_delay;
         let mut idx = 0;
         while idx < self.paths.len() {
@@ -140,7 +149,7 @@ impl Session {
                 let mut lost = std::mem::take(&mut self.lost_scratch);
                 self.paths[idx].on_loss_timeout(now, mad, &mut lost);
                 for p in lost.drain(..) {
-                    self.on_packet_lost(&p);
+                    self.on_packet_lost(now, idx, &p);
                 }
                 self.lost_scratch = lost;
             }
