@@ -593,11 +593,14 @@ takes its 60 ms one-way delay plus 28 ms for the packet, against about 25 ms plu
 Wi-Fi window takes to reopen after the loss, so at 50 ms Wi-Fi RTT braid's estimate finds the
 3G link slower and fetching changes nothing (a first version that fetched every loss made the
 hole-fill time 60 % longer). At 200 ms Wi-Fi RTT the 3G link is the faster way back and
-fetching fills holes about twice as fast with NewReno. With BBR at 200 ms the losses (about 40
-a second) exceed what the 3G link can fetch, most fall back, and the fetched minority did not
-shorten the waits in these runs (see the table). The goodput gains come from loss
-discrimination, not from fetching: braid's frames are resent on any path anyway, and fetching
-moves only the primary's losses (1–3 % of its traffic) to the secondary.
+fetching fills holes about twice as fast with NewReno. With BBR at 200 ms the losses (about 45
+a second) exceed what the 3G link can fetch one packet time apart, most fall back, and with
+that many holes open at once the receiver waits for the slowest: the mean does not move. The
+paper's Fig. 7b/7c gains come from hiding the loss from the sender's window, braid's loss
+discrimination (the "fetching + discrimination" column), not from fetching: braid's frames
+are resent on any path anyway, and fetching moves only the primary's losses (1–3 % of its
+traffic) to the secondary; with BBR, which does not cut its rate for random loss, neither
+changes the goodput.
 """
 
     return text, all_runs

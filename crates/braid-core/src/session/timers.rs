@@ -7,7 +7,6 @@
 //! | `Idle` | any authenticated packet | session ends: `IdleTimeout` |
 //! | `Closing` | `close` called | session ends |
 //! | `Pacing` | data waits for a pacer | data sent |
-//! | `Fetch` | a loss fetch waits for the secondary | fetch sent, or resent as usual |
 //! | `Loss(path)` | packets outstanding | losses declared, or a probe is owed |
 //! | `Silence(path)` | ack-eliciting data outstanding | path suspect, data moved |
 //! | `Ack(path)` | ack-eliciting packet received | ACK sent |
@@ -36,8 +35,6 @@ pub enum Timer {
     Closing,
     /// A pacer releases waiting data.
     Pacing,
-    /// A loss fetch may leave, or falls back (seed 003, see `fetch`).
-    Fetch,
     /// Loss detection or probe timeout.
     Loss(PathId),
     /// Path silence.
@@ -68,9 +65,6 @@ impl Session {
                 f(Timer::Idle, self.last_activity + self.config.idle_timeout);
                 if let Some(t) = self.next_send {
                     f(Timer::Pacing, t);
-                }
-                if let Some(t) = self.fetch.wake {
-                    f(Timer::Fetch, t);
                 }
                 for (idx, p) in self.paths.iter().enumerate() {
                     let id = p.id;
@@ -138,9 +132,6 @@ impl Session {
         }
         if self.next_send.is_some_and(|t| t <= now) {
             self.next_send = None;
-        }
-        if self.fetch.wake.is_some_and(|t| t <= now) {
-            self.fetch.wake = None;
         }
         let mad = self.config.max_ack_delay;
         let mut idx = 0;
