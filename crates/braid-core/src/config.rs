@@ -113,6 +113,10 @@ pub struct SessionConfig {
     /// on each path, and let the schedulers read the peer's reported loss. Off by default
     /// (the wire carries no reports); the `arrival` loss judge sends reports either way.
     pub receiver_reports: bool,
+    /// Loss fetching (seed 003 §3.3, mirroring-loss-fetching): stream bytes lost on the
+    /// primary path (the highest-capacity one) are sent again on the secondary path, ahead of
+    /// new data and spaced one packet time of the secondary apart (see `session::fetch`).
+    pub loss_fetching: bool,
     /// Leave out paths that seeds 000/002 predict would lower the total, keeping them in
     /// standby until they improve (see `scheduler::admission`). Off by default: those rules
     /// describe one TCP flow striped over links, and with braid's per-path congestion control
@@ -157,6 +161,7 @@ impl Default for SessionConfig {
             loss_discrimination: false,
             loss_judge: Default::default(),
             receiver_reports: false,
+            loss_fetching: false,
             path_admission: false,
             redundancy: Redundancy::None,
             redundancy_first_bytes: 3000,

@@ -64,6 +64,7 @@ pub struct SessionSection {
     ack_path: Option<String>,
     blackout_freeze: Option<bool>,
     loss_discrimination: Option<bool>,
+    loss_fetching: Option<bool>,
     cipher: Option<Parsed<Cipher>>,
     key_update_packets: Option<u64>,
     key_update_interval: Option<DurationText>,
@@ -121,6 +122,9 @@ impl SessionSection {
         }
         if let Some(v) = self.loss_discrimination {
             c.loss_discrimination = v;
+        }
+        if let Some(v) = self.loss_fetching {
+            c.loss_fetching = v;
         }
         if let Some(v) = &self.cipher {
             c.cipher = v.0;

@@ -167,6 +167,8 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
         }
     }
     let mut whole_run_reorder = 0usize;
+    let mut holes = crate::holes::HoleFill::default();
+    sides.client.record_losses(cfg.bulk);
     let mut lossfree = LossFreeReorder::new(&cfg.links);
     let mut switched: Vec<(Duration, Option<u8>)> = Vec::new();
     let mut warmed_up = false;
@@ -289,6 +291,10 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
                 break;
             }
         }
+        for r in sides.client.drain_lost_ranges() {
+            holes.on_lost(&r, bulk.delivered);
+        }
+        holes.on_delivered(now, bulk.delivered);
         if let Some(every) = cfg.trace {
             if now >= next_trace {
                 eprintln!("{}", trace_line(now, &sides, bulk.delivered));
@@ -373,6 +379,12 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
         report.intact &= sf.intact && sf.errors.is_empty();
         report.errors.extend(sf.errors.iter().cloned());
     }
+    let fetch = sides.client.fetch_stats();
+    report.hole_fill = crate::holes::HoleFillReport {
+        fetched_packets: fetch.fetched_packets,
+        fetch_fallbacks: fetch.fallbacks,
+        ..holes.report()
+    };
     for (p, samples) in report.paths.iter_mut().zip(&path_samples) {
         p.timeline_bps =
             samples.windows(2).map(|w| (w[1] - w[0]) as f64 * 8.0 / PATH_SAMPLE.as_secs_f64()).collect();
@@ -524,6 +536,7 @@ fn build_report(
         reorder_max_lossfree_packets: 0,
         warmup_s: cfg.warmup.as_secs_f64(),
         retransmitted_bytes: sides.client.retransmitted_bytes(),
+        hole_fill: Default::default(),
         packets_sent: sides.client.stats().packets_sent + server.map_or(0, |s| s.stats().packets_sent),
         bytes_sent: [Some(&sides.client), server]
             .into_iter()

@@ -8,6 +8,7 @@
 
 pub mod flow;
 pub mod harness;
+pub mod holes;
 pub mod link;
 pub mod net;
 pub mod reorder;

@@ -103,6 +103,9 @@ pub struct SimReport {
     pub warmup_s: f64,
     /// Stream bytes sent more than once.
     pub retransmitted_bytes: u64,
+    /// How long lost stream bytes kept the receiver waiting, and loss fetching's counters
+    /// (seed 003 Fig. 7a).
+    pub hole_fill: crate::holes::HoleFillReport,
     /// DATA packets sent, both sides.
     pub packets_sent: u64,
     /// Bytes on the wire (UDP payloads) of both sides' paths open at the end.
@@ -199,6 +202,20 @@ impl SimReport {
             self.reorder_max_lossfree_packets
         );
         let _ = writeln!(s, "retransmitted   {} bytes", self.retransmitted_bytes);
+        let h = &self.hole_fill;
+        if h.holes > 0 || h.fetched_packets > 0 {
+            let _ = writeln!(
+                s,
+                "hole fill       {} holes: {:.1} ms mean, {:.1} ms p99 after the loss ({:.1} / {:.1} ms after the send); {} fetched, {} fell back",
+                h.holes,
+                h.since_loss_mean_ms,
+                h.since_loss_p99_ms,
+                h.since_send_mean_ms,
+                h.since_send_p99_ms,
+                h.fetched_packets,
+                h.fetch_fallbacks
+            );
+        }
         let _ = writeln!(s, "packets         {} sent, key phase {}", self.packets_sent, self.key_phase);
         if self.critical_copies > 0 {
             let _ = writeln!(

@@ -81,6 +81,10 @@ pub struct SimArgs {
     /// per path, and the schedulers read the reported loss.
     #[arg(long)]
     receiver_reports: bool,
+    /// Enable loss fetching (seed 003): stream bytes lost on the primary (highest-capacity)
+    /// path are resent on the secondary path, ahead of new data, one packet time apart.
+    #[arg(long)]
+    loss_fetching: bool,
     /// Update the packet keys after this many packets sealed with one key (default: the
     /// cipher's limit, 2^22 for AES-256-GCM, 2^28 for ChaCha20-Poly1305).
     #[arg(long, value_name = "PACKETS")]
@@ -276,6 +280,7 @@ pub fn config(args: &SimArgs) -> anyhow::Result<SimConfig> {
         loss_discrimination: args.loss_discrimination,
         loss_judge: args.loss_judge,
         receiver_reports: args.receiver_reports,
+        loss_fetching: args.loss_fetching,
         path_admission: args.admission,
         redundancy: args.redundancy,
         ..SessionConfig::default()

@@ -163,7 +163,7 @@ impl Session {
             self.on_packet_acked(&p);
         }
         for p in lost.drain(..) {
-            self.on_packet_lost(&p);
+            self.on_packet_lost(now, idx, &p);
         }
         self.acked_scratch = acked;
         self.lost_scratch = lost;
@@ -188,9 +188,11 @@ impl Session {
         }
     }
 
-    pub(super) fn on_packet_lost(&mut self, p: &SentPacket) {
+    /// Packet `p`, sent on path `idx`, was declared lost at `now`.
+    pub(super) fn on_packet_lost(&mut self, now: Timestamp, idx: usize, p: &SentPacket) {
         if !p.requeued {
-            self.requeue_frames(&p.frames);
+            self.log_lost(now, idx, p);
+            self.requeue_lost(now, idx, &p.frames);
         }
     }
 

@@ -7,9 +7,11 @@
 mod ack_offload;
 mod class_limits;
 mod critical;
+pub mod fetch;
 mod frames;
 #[cfg(feature = "fuzzing")]
 mod fuzzing;
+pub mod lost_log;
 mod monitoring;
 pub mod paths;
 mod pinned;
@@ -248,6 +250,10 @@ pub struct Session {
     next_admission: Timestamp,
     /// When a packet carrying application data (stream bytes, datagrams) last left.
     last_data_sent: Option<Timestamp>,
+    /// Loss fetching's queue (seed 003, see `fetch`).
+    fetch: fetch::LossFetch,
+    /// Lost stream bytes, recorded when asked for (see `lost_log`).
+    lost_log: Option<VecDeque<lost_log::LostRange>>,
 }
 
 impl fmt::Debug for Session {
@@ -319,6 +325,8 @@ impl Session {
             next_housekeeping: now,
             next_admission: now,
             last_data_sent: None,
+            fetch: Default::default(),
+            lost_log: None,
             config,
         }
     }

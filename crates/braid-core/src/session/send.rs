@@ -560,6 +560,9 @@ impl Session {
         views: &mut Vec<PathView>,
     ) -> Option<Transmit> {
         self.next_send = None;
+        if let Some(t) = self.poll_fetch(now, buf) {
+            return Some(t);
+        }
         self.datagrams.expire(now);
         let latency = self.class_limits.latency_active(now);
         for p in &mut self.paths {

@@ -140,7 +140,7 @@ impl Session {
                 let mut lost = std::mem::take(&mut self.lost_scratch);
                 self.paths[idx].on_loss_timeout(now, mad, &mut lost);
                 for p in lost.drain(..) {
-                    self.on_packet_lost(&p);
+                    self.on_packet_lost(now, idx, &p);
                 }
                 self.lost_scratch = lost;
             }

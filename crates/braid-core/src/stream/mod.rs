@@ -780,6 +780,12 @@ impl Streams {
         }
     }
 
+    /// The first unacknowledged part of stream `id`'s `[start, end)`; None when all of it is
+    /// acknowledged or the stream is reset or gone.
+    pub fn first_unacked(&self, id: u64, start: u64, end: u64) -> Option<std::ops::Range<u64>> {
+        self.streams.get(&id)?.send.first_unacked(start, end)
+    }
+
     /// A STREAM frame we sent was lost (or its path went silent).
     pub fn on_frame_lost(&mut self, id: u64, offset: u64, len: u64, fin: bool) {
         if let Some(s) = self.streams.get_mut(&id) {

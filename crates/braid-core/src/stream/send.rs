@@ -302,6 +302,19 @@ impl SendStream {
         }
     }
 
+    /// The first part of `[start, end)` that is not acknowledged (None also after a reset):
+    /// what a loss fetch still has to send (seed 003, see `session::fetch`).
+    pub fn first_unacked(&self, start: u64, end: u64) -> Option<std::ops::Range<u64>> {
+        if self.reset.is_some() {
+            return None;
+        }
+        let start = start.max(self.acked_prefix);
+        if start >= end {
+            return None;
+        }
+        self.acked.gaps_in(start..end).into_iter().next()
+    }
+
     /// True when `[offset, offset + len)` is acknowledged.
     pub fn is_acked(&self, offset: u64, len: u64) -> bool {
         offset + len <= self.acked_prefix
