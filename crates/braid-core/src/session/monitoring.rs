@@ -30,6 +30,7 @@ impl Session {
         }
         self.next_housekeeping = now + HOUSEKEEPING;
         self.update_secondary(now);
+        self.size_receive_windows(now);
         let classes = self.class_views(now);
         if !classes.is_empty() {
             self.scheduler.on_classes(now, &classes);
