@@ -15,6 +15,7 @@ import argparse
 import concurrent.futures
 import json
 import os
+import random
 import shlex
 import subprocess
 import sys
@@ -2097,6 +2098,139 @@ delivers everything, and its loss drops from {{lw}} % to {{l}} %.
     return final, list(runs.values())
 
 
+# Receive windows sized from the measured skew (seed 004 §V): the paper's 64 KB receive buffers
+# on its Scenario 2 routes (500 kb/s fixed, the other 1-8 times faster), the slow route's delay
+# raised to widen the skew; the same with the windows fixed.
+SKEW_RATIOS = [1, 2, 4, 8]
+SKEW_DELAYS = [50, 150, 300]
+
+
+def skew_links(r, delay):
+    return links(f"{500 * r}kbit/15ms/queue=64000", f"500kbit/{delay}ms/queue=64000")
+
+
+def skew_run(r, delay, sized):
+    cap = [] if sized else ["--window-cap", "1"]
+    return run(*skew_links(r, delay), "--scheduler", "edpf", "--stream-window", "64000", "--session-window",
+               "64000", *cap, "--duration", "20s")
+
+
+# The property sweep of bench/sim-sweep.py (same mixes and seeds: --mixes 30 --seed 7).
+def sweep_mixes(n=30, seed=7):
+    rng = random.Random(seed)
+    rates = ["20kbit", "50kbit", "200kbit", "1mbit", "5mbit", "20mbit", "100mbit"]
+    return [[f"{rng.choice(rates)}/{rng.choice([5, 20, 50, 150])}ms" for _ in range(rng.choice([2, 3, 4]))]
+            for _ in range(n)]
+
+
+def seed004_window_sizing():
+    runs = {(r, d, sized): skew_run(r, d, sized) for r in SKEW_RATIOS for d in SKEW_DELAYS for sized in (False, True)}
+    mixes = sweep_mixes()
+    sweep = [run(*links(*m), "--scheduler", "edpf", "--duration", "30s", "--seed", str(i + 1))
+             for i, m in enumerate(mixes)]
+
+    def window_table():
+        rows = []
+        for d in SKEW_DELAYS:
+            rows.append([f"15 / {d} ms", *[f"{runs[(r, d, True)].result['receive_window_bytes'] / 1000:.0f}"
+                                           for r in SKEW_RATIOS]])
+        return table(["route delays", *[f"1:{r}" for r in SKEW_RATIOS]], rows)
+
+    def goodput_table():
+        rows = []
+        for d in SKEW_DELAYS:
+            rows.append([f"15 / {d} ms", *[f"{pct(runs[(r, d, False)].result['efficiency'])} → "
+                                           f"{pct(runs[(r, d, True)].result['efficiency'])}" for r in SKEW_RATIOS]])
+        return table(["route delays", *[f"1:{r}" for r in SKEW_RATIOS]], rows)
+
+    def sweep_summary():
+        res = [r.result for r in sweep]
+        within = sum(1 for x in res if x["reorder_max_steady_packets"] <= 10)
+        clean = sum(1 for x in res if x["reorder_max_lossfree_packets"] <= 10)
+        eff = sum(x["efficiency"] for x in res) / len(res)
+        weak = sum(1 for x in res if x["efficiency"] < 0.8)
+        return within, clean, eff, weak
+
+    def sweep_table():
+        rows = sorted(zip(mixes, (r.result for r in sweep)), key=lambda mr: -mr[1]["reorder_max_steady_packets"])
+        return table(["mix", "reorder", "outside loss recovery", "efficiency"],
+                     [[" ".join(m), x["reorder_max_steady_packets"], x["reorder_max_lossfree_packets"],
+                       pct(x["efficiency"])] for m, x in rows])
+
+    def text():
+        within, clean, eff, weak = sweep_summary()
+        return f"""## Seed 004 §V: receive windows sized from the measured skew; EDPF reorder on any mix
+
+**Paper.** Figs. 7–10: the buffer the receiver needs grows in proportion to the bandwidth
+ratio of the routes; Table I gives every connection a 64 KB receive buffer. braid sizes its
+receive windows from what the receiver measures (`session/window_sizing.rs`): twice the
+largest arrival rate of the last 2 s × (spread of the paths' minimum RTTs + the smallest
+smoothed RTT), the configured windows the floor and `receive_window_cap` (128 MB) the ceiling.
+
+**braid setup.** Scenario 2's wireless routes (`R×500kbit/15ms` and `500kbit/D ms`, 64 KB
+queues), the slow route's delay D raised from 50 to 300 ms to widen the skew; `edpf`; 20 s;
+64 KB stream and session windows (the paper's buffers), fixed (`--window-cap 1`) or sized.
+
+Largest session window the receiver granted (sized), KB, by bandwidth ratio:
+
+{window_table()}
+
+Efficiency (goodput ÷ capacity), fixed 64 KB window → sized, by bandwidth ratio:
+
+{goodput_table()}
+
+{commands([runs[(r, 150, s)] for r in SKEW_RATIOS for s in (False, True)])}
+
+(The other rows: the slow route at 50 and 300 ms.)
+
+With the slowest route at 300 ms the window grows with the ratio (the rate), as Figs. 7–10's
+buffer does; at 50 and 150 ms it is noisy (88–353 KB, not monotonic): the receiver's RTTs of
+these links include the sender's queue (its packets' acknowledgements wait in it), which
+varies by a few hundred milliseconds at 0.5–4 Mbit/s. Where the fixed 64 KB window throttles
+the routes (0.75–0.86), the sized one lifts it (0.91–0.94).
+With braid's default windows (16 MB per stream, 32 MB per session) the sizing changes
+nothing below about 2 × 16 MB ÷ (skew + RTT) of arrival rate (50 MB/s at 0.3 s).
+
+**EDPF reorder on any mix** (issue 14: ≤ 10 packets on every 2–4 link mix of 20 kbit/s–
+100 Mbit/s and 5–150 ms). When the other paths are many times faster, the receiver holds,
+behind each packet of the slow path, what they deliver while that packet's arrival estimate
+is off — a fraction of its transmission time, so the hold grows with the rate ratio as in
+Figs. 7–10 (3–10 % of it here: 100 Mbit/s beside 50 kbit/s held 120 packets). EDPF now gives
+stream data only to paths whose rate is at least 1/100 of the others' combined rate
+(`scheduler/edpf.rs`, `keep_in_order_capable`); the others still carry datagrams and probes,
+and everything when they are all that is left. This gives up under 1 % of the capacity per
+path left out. Tighter bounds were worse: 10 and 30 left out paths of equal rate whose
+capacity estimate lagged at the start (`20mbit/50ms 20mbit/150ms`: 0.90 → 0.70 efficiency with
+10). Adding smoothed RTT − minimum RTT to the delivery estimate's queue term (it already
+counts bytes in flight beyond rate × minimum RTT) made it worse: 9 of 30 mixes within 10.
+
+`python3 bench/sim-sweep.py --mixes 30 --seed 7 --schedulers edpf` (the runs below):
+
+| | steady reorder ≤ 10 | outside loss recovery ≤ 10 | mean efficiency | efficiency < 0.8 |
+| --- | --- | --- | --- | --- |
+| before (main at 20d6138) | 9 of 30 | 9 of 30 | 0.866 | 4 |
+| after | {within} of 30 | {clean} of 30 | {eff:.3f} | {weak} |
+
+{sweep_table()}
+
+The mixes still above 10 packets: most include a 20 or 50 kbit/s path, where a lost or
+late packet on that link takes seconds to replace (compare the hold outside loss recovery);
+the others hold 14–60 packets with every path within the ratio of 100 (`20mbit/20ms
+1mbit/150ms`, a ratio of 20, holds 20), where the estimate's error is not yet explained.
+`20kbit/5ms 100mbit/150ms 1mbit/150ms` holds about 6000 packets outside loss recovery at
+0.69 efficiency before and after; its cause is not found yet. The bound also costs reorder on some mixes within the ratio: in "Closing figures" EDPF
+holds 26 packets on `50mbit/2.5ms` + `2mbit/60ms` (8 before), 39 on `50mbit/5ms` +
+`10mbit/40ms` + `2mbit/80ms` (11 before), 33 on `50mbit/2.5ms` + `10mbit/20ms` +
+`2mbit/60ms` (12 before), with the same efficiency; with the bound lifted the first is back
+to 8, so the bound acts on it although the rates are 25 apart — presumably the capacity
+estimates stray past 1/100 for a while (not verified). The property bound asserted
+(`papers.rs`, `edpf_reorder_bounded_when_a_path_is_far_slower`) is ≤ 10 packets outside loss
+recovery on four mixes with a path over 100 times slower.
+"""
+
+    return text, list(runs.values()) + sweep
+
+
 def not_reproduced():
     def text():
         return """## Not reproduced yet
@@ -2140,7 +2274,7 @@ for the chosen path: no stream byte is ever dropped.
 
 
 EXPERIMENTS = [seed000_table3, seed000_piconet, seed000_tcp, seed000_transient, seed000_lps, seed000_dynamic,
-               seed004_table3, seed004_stability, seed004_ratio, seed004_change, seed004_single_loss, seed002_delay,
+               seed004_table3, seed004_stability, seed004_ratio, seed004_change, seed004_window_sizing, seed004_single_loss, seed002_delay,
                seed002_reverse_delay, seed002_loss_grid, seed002_weights, seed002_fig7, seed002_admission, seed003,
                seed003_redundancy, seed003_ackoff, seed003_fetch,
                seed001_mmtp, seed001_rmtp, seed001_arrival_judge, seed000_receiver_reports, closing, not_reproduced]

@@ -87,6 +87,10 @@ pub struct SessionConfig {
     pub stream_window: u64,
     /// Session-wide receive window, bytes.
     pub session_window: u64,
+    /// Largest receive window, bytes, that sizing from the paths' delay skew may grant (seed
+    /// 004 §V, `session::window_sizing`); `stream_window` and `session_window` are the floor.
+    /// At or below them the windows stay fixed.
+    pub receive_window_cap: u64,
     /// Per-stream send buffer, bytes.
     pub send_buffer: u64,
     /// Streams the peer may have open at once.
@@ -150,6 +154,7 @@ impl Default for SessionConfig {
             max_ack_delay: Duration::from_millis(25),
             stream_window: 16 << 20,
             session_window: 32 << 20,
+            receive_window_cap: 128 << 20,
             send_buffer: 8 << 20,
             max_streams: 1024,
             congestion: Algorithm::default(),

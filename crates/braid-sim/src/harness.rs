@@ -169,6 +169,7 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
     let mut whole_run_reorder = 0usize;
     let mut holes = crate::holes::HoleFill::default();
     sides.client.record_losses(cfg.bulk);
+    let mut receive_window = 0u64;
     let mut lossfree = LossFreeReorder::new(&cfg.links);
     let mut switched: Vec<(Duration, Option<u8>)> = Vec::new();
     let mut warmed_up = false;
@@ -314,6 +315,7 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
             .sum();
         if let Some(s) = sides.server.as_ref() {
             lossfree.observe(now, drops, warmed_up, || s.reorder_now());
+            receive_window = receive_window.max(s.receive_windows().1);
         }
         if !warmed_up && now >= cfg.warmup {
             warmed_up = true;
@@ -372,6 +374,7 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
     let mut report = build_report(cfg, &sides, &net, &bulk, timeline, end, wall.elapsed());
     report.reorder_max_steady_packets = report.reorder_max_packets;
     report.reorder_max_lossfree_packets = lossfree.max;
+    report.receive_window_bytes = receive_window;
     report.reorder_max_packets = report.reorder_max_packets.max(whole_run_reorder);
     report.classes = flows.iter().map(|f| f.report()).collect();
     if let Some(sf) = &short {
@@ -534,6 +537,7 @@ fn build_report(
         reorder_max_packets: server.map_or(0, |s| s.reorder_max()),
         reorder_max_steady_packets: 0,
         reorder_max_lossfree_packets: 0,
+        receive_window_bytes: 0,
         warmup_s: cfg.warmup.as_secs_f64(),
         retransmitted_bytes: sides.client.retransmitted_bytes(),
         hole_fill: Default::default(),

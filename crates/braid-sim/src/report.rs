@@ -99,6 +99,9 @@ pub struct SimReport {
     /// The same outside loss recovery (sampled every 10 ms, not within a hold time after any
     /// drop on a link: [`crate::reorder::LossFreeReorder`]) — the reorder scheduling makes.
     pub reorder_max_lossfree_packets: usize,
+    /// The largest session receive window the receiver granted, bytes (sized from the
+    /// paths' skew, seed 004 §V; the configured window when sizing is off).
+    pub receive_window_bytes: u64,
     /// Warm-up left out of the steady figures, seconds.
     pub warmup_s: f64,
     /// Stream bytes sent more than once.

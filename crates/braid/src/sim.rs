@@ -63,6 +63,16 @@ pub struct SimArgs {
     /// Transfer exactly this many bytes (e.g. 50MB) instead of running for the whole duration.
     #[arg(long, value_parser = parse_size)]
     bytes: Option<u64>,
+    /// Per-stream receive window, bytes (the floor when windows are sized from skew).
+    #[arg(long, value_parser = parse_size)]
+    stream_window: Option<u64>,
+    /// Session-wide receive window, bytes (the floor when windows are sized from skew).
+    #[arg(long, value_parser = parse_size)]
+    session_window: Option<u64>,
+    /// Largest receive window sizing from the paths' delay skew may grant (seed 004 §V); 1
+    /// (or anything at or below the configured windows) keeps them fixed.
+    #[arg(long, value_parser = parse_size)]
+    window_cap: Option<u64>,
     /// Where acknowledgements travel: lowest-rtt, same-path, or secondary (seed 003's
     /// offloading-ACK: the primary path's ACKs on the secondary while its window is large).
     #[arg(long, default_value = "lowest-rtt", value_parser = parse_ack_path)]
@@ -285,6 +295,15 @@ pub fn config(args: &SimArgs) -> anyhow::Result<SimConfig> {
         redundancy: args.redundancy,
         ..SessionConfig::default()
     };
+    if let Some(w) = args.stream_window {
+        session.stream_window = w;
+    }
+    if let Some(w) = args.session_window {
+        session.session_window = w;
+    }
+    if let Some(w) = args.window_cap {
+        session.receive_window_cap = w;
+    }
     session.key_update.packets = args.key_update_packets;
     if let Some(i) = args.key_update_interval {
         session.key_update.interval = i;

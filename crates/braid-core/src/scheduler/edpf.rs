@@ -65,6 +65,31 @@ pub fn delivered_before(p: &PathView, now: Timestamp, bytes: u64, deadline: Time
     ((deadline - first).as_secs_f64() / each - 1e-9).ceil().max(1.0) as u64
 }
 
+/// The most times the other paths' combined rate may exceed a path's own for it to carry
+/// stream data (see [`keep_in_order_capable`]).
+pub const MAX_RATE_RATIO: f64 = 100.0;
+
+/// Leaves out of `paths` those too slow to carry a stream's data in order: a path whose rate
+/// is below 1/[`MAX_RATE_RATIO`] of the others' combined rate. (The fastest path always
+/// stays.)
+///
+/// Why: the receiver holds, behind a slow path's packet, what the other paths deliver while
+/// the packet's arrival estimate is wrong. That error is a fraction of the slow packet's
+/// transmission time L/B_j (its pacing phase, the queue seen through a window of a few
+/// packets), so the hold is that fraction of the rate ratio in packets — seed 004 Figs. 7–10
+/// find the receiver's buffer proportional to the bandwidth ratio. In braid's sweep the error
+/// was 3–10 % of L/B_j (100 Mbit/s beside 50 kbit/s held 120 packets, a ratio of 2000; beside
+/// 20 kbit/s, thousands), so a ratio of at most 100 keeps it to about 10 packets, and leaving
+/// such a path out costs under 1 % of the capacity. It still carries datagrams (committed to
+/// a path's queue, they do not hold a stream), its probes, and everything when it is the only
+/// path left. Tighter bounds (10, 30) left out paths of equal rate whose capacity estimate
+/// lagged at the start, and lost efficiency (docs/experiments.md, "EDPF reorder on any mix").
+pub fn keep_in_order_capable(paths: &mut Vec<&PathView>) {
+    let total: f64 = paths.iter().map(|p| p.rate).sum();
+    let fastest = paths.iter().map(|p| p.rate).fold(0.0, f64::max);
+    paths.retain(|p| p.rate >= fastest || total - p.rate <= MAX_RATE_RATIO * p.rate);
+}
+
 impl Edpf {
     /// The EDPF decision for `packet`, considering `paths` (already filtered).
     pub fn choose(now: Timestamp, paths: &[&PathView], packet: &PacketInfo) -> Decision {
@@ -110,7 +135,10 @@ impl Scheduler for Edpf {
     }
 
     fn select(&mut self, now: Timestamp, paths: &[PathView], packet: &PacketInfo) -> Decision {
-        let candidates: Vec<&PathView> = eligible_for(paths, packet).collect();
+        let mut candidates: Vec<&PathView> = eligible_for(paths, packet).collect();
+        if !packet.datagram {
+            keep_in_order_capable(&mut candidates);
+        }
         if candidates.is_empty() {
             return wait_for(eligible_for(paths, packet));
         }
@@ -160,6 +188,28 @@ mod tests {
         // path takes a retransmission now instead of standing idle.
         let many = crate::scheduler::PacketInfo { retransmit: true, retransmit_packets: 40, ..p };
         assert_eq!(s.select(ms(0), &paths, &many), Decision::Send(1));
+    }
+
+    #[test]
+    fn a_path_over_a_hundred_times_slower_carries_no_stream_data() {
+        let mut s = Edpf;
+        // 100 Mbit/s and 50 kbit/s, both 5 ms; the fast path is busy for 1 ms.
+        let mut paths = [link(0, 100.0, 5), link(1, 0.05, 5)];
+        paths[0].ready_at = Some(ms(1));
+        let p = crate::scheduler::PacketInfo { ahead_packets: 20_000, ..packet() };
+        // The stream waits for the fast path rather than send ahead on the slow one.
+        assert_eq!(s.select(ms(0), &paths, &p), Decision::Wait(Some(ms(1))));
+        // A datagram still goes where it arrives first (197 ms against 305 ms).
+        paths[0].ready_at = Some(ms(300));
+        assert_eq!(s.select(ms(0), &paths, &datagram(0)), Decision::Send(1));
+        // At 1 Mbit/s (a ratio of 100) the slow path takes stream data ahead.
+        paths[0].ready_at = Some(ms(1));
+        paths[1] = link(1, 1.0, 5);
+        assert!(matches!(s.select(ms(0), &paths, &p), Decision::Ahead(1, _)));
+        // Alone, the slow path carries everything.
+        paths[0].usable = false;
+        paths[1] = link(1, 0.05, 5);
+        assert_eq!(s.select(ms(0), &paths, &p), Decision::Send(1));
     }
 
     #[test]

@@ -21,6 +21,7 @@ mod reports;
 mod send;
 mod timers;
 pub mod timing;
+pub mod window_sizing;
 
 use crate::config::{ClientConfig, SessionConfig};
 use crate::crypto::cookie::CookieJar;
@@ -246,6 +247,7 @@ pub struct Session {
     scheduler_seed: u64,
     /// When the periodic monitor work runs next.
     next_housekeeping: Timestamp,
+    window_sizing: window_sizing::WindowSizing,
     /// When path admission runs next.
     next_admission: Timestamp,
     /// When a packet carrying application data (stream bytes, datagrams) last left.
@@ -323,6 +325,7 @@ impl Session {
             class_kinds,
             scheduler_seed,
             next_housekeeping: now,
+            window_sizing: Default::default(),
             next_admission: now,
             last_data_sent: None,
             fetch: Default::default(),
@@ -569,6 +572,12 @@ impl Session {
     /// Session-level flow control: (new bytes sent, peer's limit, bytes received, our limit).
     pub fn flow_control(&self) -> (u64, u64, u64, u64) {
         self.streams.flow()
+    }
+
+    /// The receive windows granted now, bytes (per stream, session): the configured ones, or
+    /// larger when sized from the paths' delay skew (`window_sizing`).
+    pub fn receive_windows(&self) -> (u64, u64) {
+        self.streams.receive_windows()
     }
 
     /// Stream bytes sent more than once.

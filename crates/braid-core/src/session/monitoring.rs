@@ -34,6 +34,7 @@ impl Session {
         self.update_secondary(now);
         let windows: u64 = self.paths.iter().filter(|p| p.is_usable()).map(|p| p.window()).sum();
         self.streams.size_send_buffer(windows.saturating_mul(4));
+        self.size_receive_windows(now);
         let classes = self.class_views(now);
         if !classes.is_empty() {
             self.scheduler.on_classes(now, &classes);

@@ -175,6 +175,10 @@ pub struct Streams {
     received_data: u64,
     read_data: u64,
     local_max_data: u64,
+    /// The receive windows granted from now on (per stream, session): the configured ones
+    /// until [`Streams::set_receive_windows`] sizes them from the paths' skew. The initial
+    /// credit of a new stream stays the configured one, which the peer assumes.
+    recv_windows: (u64, u64),
     send_queue: VecDeque<u64>,
     events: VecDeque<StreamEvent>,
     /// Frames owed.
@@ -213,6 +217,7 @@ impl Streams {
             received_data: 0,
             read_data: 0,
             local_max_data: limits.session_window,
+            recv_windows: (limits.stream_window, limits.session_window),
             send_queue: VecDeque::new(),
             events: VecDeque::new(),
             control: StreamControl::default(),
@@ -225,10 +230,12 @@ impl Streams {
     }
 
     fn new_stream(&self, class: u8, announce: bool) -> Stream {
+        let mut recv = RecvStream::new(self.limits.stream_window);
+        recv.set_window(self.recv_windows.0);
         Stream {
             class,
             send: SendStream::new(self.limits.stream_window),
-            recv: RecvStream::new(self.limits.stream_window),
+            recv,
             announce,
             queued: false,
             readable_signalled: false,
@@ -386,13 +393,10 @@ impl Streams {
                 if let Some(_credit) = s.recv.credit_update() {
                     self.control.max_stream_data.push(id.0);
                 }
-                if self.local_max_data - self.read_data < self.limits.session_window / 2 {
-                    self.local_max_data = self.read_data + self.limits.session_window;
-                    self.control.max_data = true;
-                }
                 if !s.recv.is_readable() {
                     s.readable_signalled = false;
                 }
+                self.grant_session_credit();
                 // The stream is forgotten only once the application has seen its end (the
                 // next read answers `Ok(None)`), not with its last bytes.
                 Ok(Some(chunk))
@@ -407,6 +411,36 @@ impl Streams {
                 Err(StreamError::Blocked)
             }
         }
+    }
+
+    /// MAX_DATA is owed once the application has consumed half the session window.
+    fn grant_session_credit(&mut self) {
+        let window = self.recv_windows.1;
+        if self.local_max_data - self.read_data < window / 2 {
+            self.local_max_data = self.read_data + window;
+            self.control.max_data = true;
+        }
+    }
+
+    /// Sets the receive windows granted from now on, per stream and for the session
+    /// (`session::window_sizing`, seed 004 §V), and grants at once what a larger window allows.
+    pub fn set_receive_windows(&mut self, stream: u64, session: u64) {
+        if self.recv_windows == (stream, session) {
+            return;
+        }
+        self.recv_windows = (stream, session);
+        for (id, s) in &mut self.streams {
+            s.recv.set_window(stream);
+            if s.recv.credit_update().is_some() && !self.control.max_stream_data.contains(id) {
+                self.control.max_stream_data.push(*id);
+            }
+        }
+        self.grant_session_credit();
+    }
+
+    /// The receive windows granted now (per stream, session).
+    pub fn receive_windows(&self) -> (u64, u64) {
+        self.recv_windows
     }
 
     /// Reads into `buf`. `Ok(None)` at the end of the stream.

@@ -174,6 +174,12 @@ impl RecvStream {
         self.read_offset
     }
 
+    /// Changes the window later credit updates grant (sized from the paths' delay skew);
+    /// credit already announced stays.
+    pub fn set_window(&mut self, window: u64) {
+        self.window = window;
+    }
+
     /// The new credit to announce, when the application has consumed half a window.
     pub fn credit_update(&mut self) -> Option<u64> {
         if self.final_size.is_some() || self.reset.is_some() {
