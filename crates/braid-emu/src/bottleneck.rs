@@ -5,6 +5,7 @@
 //! the same queue: what a home router's uplink or an ISP's shaper is to the sessions behind it.
 //! Used to measure how evenly sessions share one link (issue 13's fairness target).
 
+use crate::relay::Pending;
 use braid_sim::link::{Direction, Fate, LinkSpec};
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
@@ -37,32 +38,6 @@ impl Drop for Bottleneck {
     }
 }
 
-/// A datagram in the link: when it leaves it, and for which client (`to_server`: from it).
-struct Pending {
-    at: Instant,
-    seq: u64,
-    client: SocketAddr,
-    to_server: bool,
-    data: Vec<u8>,
-}
-
-impl PartialEq for Pending {
-    fn eq(&self, o: &Self) -> bool {
-        (self.at, self.seq) == (o.at, o.seq)
-    }
-}
-impl Eq for Pending {}
-impl PartialOrd for Pending {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Pending {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        (self.at, self.seq).cmp(&(o.at, o.seq))
-    }
-}
-
 impl Bottleneck {
     /// Starts a bottleneck on 127.0.0.1 towards `server`, each direction shaped by `spec`.
     pub async fn start(server: SocketAddr, spec: LinkSpec, seed: u64) -> io::Result<Bottleneck> {
@@ -77,7 +52,7 @@ async fn run(front: Arc<UdpSocket>, server: SocketAddr, spec: LinkSpec, seed: u6
     let start = Instant::now();
     let mut up = Direction::new(ChaCha8Rng::seed_from_u64(seed));
     let mut down = Direction::new(ChaCha8Rng::seed_from_u64(seed ^ 0xd0));
-    let mut queue: BinaryHeap<Reverse<Pending>> = BinaryHeap::new();
+    let mut queue: BinaryHeap<Reverse<Pending<(SocketAddr, bool)>>> = BinaryHeap::new();
     // Each client's outer socket; what the server sends to one comes back on `from_server`.
     let mut outer: HashMap<SocketAddr, (Arc<UdpSocket>, Reader)> = HashMap::new();
     let (to_main, mut from_server) = mpsc::channel::<(SocketAddr, Vec<u8>)>(4096);
@@ -101,12 +76,13 @@ async fn run(front: Arc<UdpSocket>, server: SocketAddr, spec: LinkSpec, seed: u6
                 let now = Instant::now();
                 while queue.peek().is_some_and(|Reverse(p)| p.at <= now) {
                     let Reverse(p) = queue.pop().expect("peeked");
-                    if p.to_server {
-                        if let Some((s, _)) = outer.get(&p.client) {
+                    let (client, to_server) = p.leg;
+                    if to_server {
+                        if let Some((s, _)) = outer.get(&client) {
                             let _ = s.send_to(&p.data, server).await;
                         }
                     } else {
-                        let _ = front.send_to(&p.data, p.client).await;
+                        let _ = front.send_to(&p.data, client).await;
                     }
                 }
                 continue;
@@ -139,7 +115,7 @@ async fn run(front: Arc<UdpSocket>, server: SocketAddr, spec: LinkSpec, seed: u6
             for at in std::iter::once(at).chain(dup) {
                 seq += 1;
                 let when = start + at.max(t);
-                queue.push(Reverse(Pending { at: when, seq, client, to_server, data: data.clone() }));
+                queue.push(Reverse(Pending { at: when, seq, leg: (client, to_server), data: data.clone() }));
             }
         }
     }

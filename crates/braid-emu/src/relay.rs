@@ -198,25 +198,28 @@ enum Leg {
     Stale,
 }
 
-struct Pending {
-    at: Instant,
-    seq: u64,
-    leg: Leg,
-    data: Vec<u8>,
+/// A datagram in an emulated link: when it leaves the link, in what order among datagrams
+/// leaving at the same instant, and where it goes (`L`: the relay's [`Leg`], or the shared
+/// bottleneck's client and direction).
+pub(crate) struct Pending<L> {
+    pub(crate) at: Instant,
+    pub(crate) seq: u64,
+    pub(crate) leg: L,
+    pub(crate) data: Vec<u8>,
 }
 
-impl PartialEq for Pending {
+impl<L> PartialEq for Pending<L> {
     fn eq(&self, o: &Self) -> bool {
         (self.at, self.seq) == (o.at, o.seq)
     }
 }
-impl Eq for Pending {}
-impl PartialOrd for Pending {
+impl<L> Eq for Pending<L> {}
+impl<L> PartialOrd for Pending<L> {
     fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(o))
     }
 }
-impl Ord for Pending {
+impl<L> Ord for Pending<L> {
     fn cmp(&self, o: &Self) -> std::cmp::Ordering {
         (self.at, self.seq).cmp(&(o.at, o.seq))
     }
@@ -295,7 +298,7 @@ async fn run(
     let mut up = Direction::new(ChaCha8Rng::seed_from_u64(seed));
     let mut down = Direction::new(ChaCha8Rng::seed_from_u64(seed ^ 0xd0));
     let mut medium = Medium::default();
-    let mut queue: BinaryHeap<Reverse<Pending>> = BinaryHeap::new();
+    let mut queue: BinaryHeap<Reverse<Pending<Leg>>> = BinaryHeap::new();
     let mut client: Option<SocketAddr> = None;
     let mut seq = 0u64;
     // The last datagrams forwarded to the server, for stale replays.
@@ -411,7 +414,7 @@ async fn run(
 /// After a rebind: schedules what `stale` asks of the old address, and drops what an earlier
 /// rebind's old address had still to send.
 fn schedule_stale(
-    queue: &mut BinaryHeap<Reverse<Pending>>,
+    queue: &mut BinaryHeap<Reverse<Pending<Leg>>>,
     seq: &mut u64,
     outer: &mut Outer,
     recent: &VecDeque<Vec<u8>>,
