@@ -511,6 +511,25 @@ mod tests {
         assert!(matches!(d.offer(&spec, Duration::from_millis(3), 972), Fate::Arrives(..)));
     }
 
+    /// Offers 1000 wire bytes each way every 1.5 ms, 400 times; when the last one arrives.
+    fn last_of_800(
+        up: &mut Direction,
+        down: &mut Direction,
+        medium: &mut Medium,
+        spec: &LinkSpec,
+    ) -> Duration {
+        let mut last = Duration::ZERO;
+        for i in 0..400u64 {
+            let t = Duration::from_micros(1500 * i);
+            for d in [&mut *up, &mut *down] {
+                if let Fate::Arrives(a, _) = d.offer_with(medium, spec, t, 972) {
+                    last = last.max(a);
+                }
+            }
+        }
+        last
+    }
+
     #[test]
     fn a_shared_medium_carries_both_directions_at_one_rate() {
         let spec = LinkSpec::parse("8mbit/10ms/shared/queue=1000000").unwrap(); // 1 byte per µs
@@ -520,15 +539,7 @@ mod tests {
         let mut down = Direction::new(ChaCha8Rng::seed_from_u64(2)).server_to_client();
         // 1000 wire bytes each way every 1.5 ms: 2000 bytes offered per 1.5 ms, at most 1500
         // can be carried.
-        let mut last = Duration::ZERO;
-        for i in 0..400u64 {
-            let t = Duration::from_micros(1500 * i);
-            for d in [&mut up, &mut down] {
-                if let Fate::Arrives(a, _) = d.offer_with(&mut medium, &spec, t, 972) {
-                    last = last.max(a);
-                }
-            }
-        }
+        let last = last_of_800(&mut up, &mut down, &mut medium, &spec);
         // 800 packets of 1000 bytes take 800 ms of airtime: the last arrives no earlier than
         // 800 ms + 10 ms, well after the 600 ms the offers took.
         assert!(last >= Duration::from_millis(810), "{last:?}");
@@ -536,15 +547,7 @@ mod tests {
         let spec = LinkSpec::parse("8mbit/10ms/queue=1000000").unwrap();
         let (mut up, mut down) =
             (Direction::new(ChaCha8Rng::seed_from_u64(1)), Direction::new(ChaCha8Rng::seed_from_u64(2)));
-        let mut last = Duration::ZERO;
-        for i in 0..400u64 {
-            let t = Duration::from_micros(1500 * i);
-            for d in [&mut up, &mut down] {
-                if let Fate::Arrives(a, _) = d.offer_with(&mut medium, &spec, t, 972) {
-                    last = last.max(a);
-                }
-            }
-        }
+        let last = last_of_800(&mut up, &mut down, &mut medium, &spec);
         assert_eq!(last, Duration::from_micros(1500 * 399 + 1000 + 10_000));
     }
 
