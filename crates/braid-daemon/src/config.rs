@@ -70,6 +70,11 @@ pub struct SessionSection {
     key_update_interval: Option<DurationText>,
     path_admission: Option<bool>,
     redundancy: Option<Parsed<braid_core::Redundancy>>,
+    redundancy_first_bytes: Option<u64>,
+    redundancy_share: Option<f64>,
+    loss_judge: Option<Parsed<braid_core::path::judge::LossJudge>>,
+    receiver_reports: Option<bool>,
+    receive_window_cap: Option<u64>,
 }
 
 impl SessionSection {
@@ -140,6 +145,24 @@ impl SessionSection {
         }
         if let Some(v) = &self.redundancy {
             c.redundancy = v.0;
+        }
+        if let Some(v) = self.redundancy_first_bytes {
+            c.redundancy_first_bytes = v;
+        }
+        if let Some(v) = self.redundancy_share {
+            if !(v > 0.0 && v <= 1.0) {
+                return Err(format!("session.redundancy_share: {v} is outside (0, 1]"));
+            }
+            c.redundancy_share = v;
+        }
+        if let Some(v) = &self.loss_judge {
+            c.loss_judge = v.0;
+        }
+        if let Some(v) = self.receiver_reports {
+            c.receiver_reports = v;
+        }
+        if let Some(v) = self.receive_window_cap {
+            c.receive_window_cap = v;
         }
         if let Some(v) = self.key_update_interval {
             if v.0 < std::time::Duration::from_secs(1) {
@@ -755,6 +778,26 @@ mod tests {
         let flags = ServerFlags { sets: vec!["session.scheduler=warp".into()], ..Default::default() };
         let m = ServerSettings::load(None, flags).unwrap_err().to_string();
         assert!(m.contains("--set session.scheduler=warp") && m.contains("unknown scheduler"), "{m}");
+    }
+
+    #[test]
+    fn the_papers_session_keys_reach_the_session_config() {
+        let text = "[session]\nloss_judge = \"arrival\"\nreceiver_reports = true\n\
+                    receive_window_cap = 1000000\nredundancy_first_bytes = 500\nredundancy_share = 0.2\n";
+        let f: ClientFile = toml::from_str(&format!("server = \"h:1\"\n{text}")).unwrap();
+        let mut c = SessionConfig::default();
+        f.session.apply(&mut c).unwrap();
+        assert_eq!(c.loss_judge, braid_core::path::judge::LossJudge::Arrival);
+        assert!(c.receiver_reports);
+        assert_eq!((c.receive_window_cap, c.redundancy_first_bytes), (1_000_000, 500));
+        assert_eq!(c.redundancy_share, 0.2);
+        for (bad, why) in
+            [("loss_judge = \"guess\"", "unknown loss judge"), ("redundancy_share = 1.5", "outside")]
+        {
+            let p = write("papers-bad.toml", &format!("listen = \"127.0.0.1:0\"\n[session]\n{bad}\n"));
+            let m = ServerSettings::load(Some(&p), ServerFlags::default()).unwrap_err().to_string();
+            assert!(m.contains(why), "{bad}: {m}");
+        }
     }
 
     #[test]
