@@ -44,6 +44,7 @@ pub mod recovery;
 pub mod report;
 pub mod results;
 mod runner;
+pub use runner::load_scenario;
 pub mod scenario;
 pub mod summary;
 pub mod sys;
@@ -73,6 +74,7 @@ pub fn run(args: LabArgs) -> anyhow::Result<i32> {
 
 fn check(file: &std::path::Path) -> anyhow::Result<i32> {
     use scenario::units::{format_duration, format_rate};
+    use scenario::LabLink;
     let s = runner::load_scenario(file)?;
     println!("scenario {} ({})", s.name, file.display());
     for (k, l) in s.links.iter().enumerate() {
@@ -82,10 +84,10 @@ fn check(file: &std::path::Path) -> anyhow::Result<i32> {
             format_rate(l.rate_bps as f64),
             format_duration(l.delay),
             format_duration(l.jitter),
-            l.loss_percent,
-            format_duration(l.queue),
-            l.cut_at.map(|c| format!(" cut at {}", format_duration(c))).unwrap_or_default(),
-            l.restore_at.map(|r| format!(" restore at {}", format_duration(r))).unwrap_or_default(),
+            l.loss_percent(),
+            format_duration(l.queue_time()),
+            l.cut_at().map(|c| format!(" cut at {}", format_duration(c))).unwrap_or_default(),
+            l.restore_at().map(|r| format!(" restore at {}", format_duration(r))).unwrap_or_default(),
         );
     }
     for w in &s.workloads {

@@ -5,6 +5,7 @@ use anyhow::{bail, Result};
 
 use crate::contender::Contender;
 use crate::scenario::units::parse_duration;
+use crate::scenario::LabLink;
 use crate::scenario::{Contenders, Scenario, WorkloadKind};
 
 /// Replaces the scenario's contenders with a `--contenders` list.
@@ -86,7 +87,7 @@ pub fn apply(
         }
         if scenario.workloads.iter().any(|w| w.kind == WorkloadKind::Cut) {
             for (k, l) in scenario.links.iter().enumerate() {
-                let last = l.restore_at.or(l.cut_at).unwrap_or_default();
+                let last = l.restore_at().or(l.cut_at()).unwrap_or_default();
                 if last + std::time::Duration::from_secs(1) > d {
                     bail!(
                         "--duration {}s is too short for link {}'s cut schedule (ends at {}s)",

@@ -13,6 +13,7 @@ use crate::iperf::{ClientSpec, Traffic};
 use crate::report::markdown::one_line;
 use crate::results::{LabReport, RunRecord, Status, WorkloadResult};
 use crate::scenario::units::format_rate;
+use crate::scenario::LabLink;
 use crate::scenario::{Direction, Scenario, Workload, WorkloadKind};
 use crate::sys::cmd;
 use crate::sys::netns::{http_get, in_netns};
@@ -44,7 +45,7 @@ pub fn require_root(what: &str) -> Result<()> {
 /// Fails when a program the scenario needs is missing, naming the Debian package.
 fn require_tools(scenario: &Scenario) -> Result<()> {
     let mut need = vec![("ip", "iproute2"), ("tc", "iproute2"), ("iperf3", "iperf3")];
-    if scenario.links.iter().any(|l| l.loss_percent > 0.0) || scenario.has_cuts() {
+    if scenario.links.iter().any(|l| l.loss_percent() > 0.0) || scenario.has_cuts() {
         need.push(("nft", "nftables"));
     }
     if scenario.links.iter().any(|l| l.needs_delay_emulation()) {

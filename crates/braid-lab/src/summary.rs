@@ -5,6 +5,7 @@ use crate::contender::Contender;
 use crate::metrics::{median_index, ratio, TCP_EFFICIENCY};
 use crate::recovery::{describe, median, run_times, RunTimes, Timing};
 use crate::results::{Row, RunRecord, Status, WorkloadResult};
+use crate::scenario::LabLink;
 use crate::scenario::{Scenario, Workload, WorkloadKind};
 
 /// Name of the computed sum-of-singles row.
@@ -47,7 +48,7 @@ pub fn reference_capacity(
                 sources.push(format!("link {i}: tcp-link{i} in {}", w_name(bulk)));
                 return v;
             }
-            if link.cut_at.is_none() {
+            if link.cut_at().is_none() {
                 if let Some(v) = single(current, i) {
                     sources.push(format!("link {i}: tcp-link{i} in this workload"));
                     return v;
@@ -76,8 +77,8 @@ pub fn available_rate(scenario: &Scenario, workload: &Workload, only: Option<usi
         .map(|(_, l)| {
             let mut up = 1.0;
             if workload.kind == WorkloadKind::Cut {
-                if let Some(c) = l.cut_at {
-                    let back = l.restore_at.map(|r| r.as_secs_f64()).unwrap_or(dur);
+                if let Some(c) = l.cut_at() {
+                    let back = l.restore_at().map(|r| r.as_secs_f64()).unwrap_or(dur);
                     up -= ((back.min(dur) - c.as_secs_f64()) / dur).clamp(0.0, 1.0);
                 }
             }

@@ -14,7 +14,7 @@ use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::iperf::{client_args, parse_result, ClientSpec, Measurement};
-use crate::scenario::{Direction, LinkSpec};
+use crate::scenario::{Direction, LabLink, LinkSpec};
 use crate::sys::netns::{counter, dev_bytes, NetFile};
 use crate::sys::proc::{Proc, Stdin};
 use crate::sys::signal;
@@ -80,10 +80,10 @@ pub struct Transfer {
 pub fn schedule(links: &[LinkSpec]) -> Vec<PlannedEvent> {
     let mut v = Vec::new();
     for (i, l) in links.iter().enumerate() {
-        if let Some(at) = l.cut_at {
+        if let Some(at) = l.cut_at() {
             v.push(PlannedEvent { link: i + 1, at, action: Action::Cut });
         }
-        if let Some(at) = l.restore_at {
+        if let Some(at) = l.restore_at() {
             v.push(PlannedEvent { link: i + 1, at, action: Action::Restore });
         }
     }
@@ -227,19 +227,11 @@ mod tests {
 
     #[test]
     fn schedule_is_time_ordered() {
-        let mut a = LinkSpec {
-            rate_bps: 1_000_000,
-            delay: Duration::ZERO,
-            jitter: Duration::ZERO,
-            loss_percent: 0.0,
-            queue: Duration::from_millis(100),
-            cut_at: Some(Duration::from_secs(10)),
-            restore_at: Some(Duration::from_secs(20)),
-        };
+        let s = Duration::from_secs;
+        let mut a = LinkSpec::new(1_000_000, Duration::ZERO);
         let mut b = a.clone();
-        b.cut_at = Some(Duration::from_secs(5));
-        b.restore_at = None;
-        a.restore_at = Some(Duration::from_secs(12));
+        a.down = vec![(s(10), s(12))];
+        b.down = vec![(s(5), crate::scenario::NEVER)];
         let s = schedule(&[a, b]);
         let v: Vec<(usize, u64, Action)> = s.iter().map(|e| (e.link, e.at.as_secs(), e.action)).collect();
         assert_eq!(v, [(2, 5, Action::Cut), (1, 10, Action::Cut), (1, 12, Action::Restore)]);

@@ -25,6 +25,7 @@
 use crate::units::{parse_duration, parse_percent, parse_rate};
 use rand_chacha::ChaCha8Rng;
 use rand_core::RngCore;
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::fmt;
 use std::time::Duration;
@@ -33,7 +34,7 @@ use std::time::Duration;
 pub const IP_UDP_OVERHEAD: usize = 28;
 
 /// Gilbert–Elliott bursty loss.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct GilbertElliott {
     /// Probability of moving from the good to the bad state per packet.
     pub to_bad: f64,
@@ -44,7 +45,7 @@ pub struct GilbertElliott {
 }
 
 /// How the queue limit was given.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub enum QueueLimit {
     /// Bytes.
     Bytes(u64),
@@ -54,8 +55,10 @@ pub enum QueueLimit {
     Time(Duration),
 }
 
-/// One link, as configured.
-#[derive(Debug, Clone, PartialEq)]
+/// One link, as configured: the one description of a link that the simulator, the link
+/// emulator (`braid demo`, braid-emu) and the namespace lab (`braid lab`, which emulates a
+/// subset of it with tc and VDE: see [`LinkSpec::beyond`]) all read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LinkSpec {
     /// Base rate, bit/s.
     pub rate_bps: u64,
@@ -165,6 +168,29 @@ impl LinkSpec {
             }
         }
         Ok(spec)
+    }
+
+    /// The options set on this link beyond `allowed` (option names as in the spec string):
+    /// what an emulator that models only those must refuse rather than ignore.
+    pub fn beyond(&self, allowed: &[&str]) -> Vec<&'static str> {
+        let base = LinkSpec::new(self.rate_bps, self.delay);
+        let set = [
+            ("jitter", self.jitter != base.jitter),
+            ("loss", self.loss != base.loss && self.loss_schedule.is_empty()),
+            ("loss schedule", !self.loss_schedule.is_empty()),
+            ("queue", self.queue != base.queue),
+            ("ge", self.gilbert.is_some()),
+            ("dup", self.dup != 0.0),
+            ("reorder", self.reorder != 0.0),
+            ("capacity", !self.capacity.is_empty()),
+            ("down", !self.down.is_empty()),
+            ("back", self.back_delay.is_some()),
+            ("drop", !self.drop_at.is_empty()),
+            ("mtu", self.mtu.is_some()),
+            ("shared", self.shared),
+            ("mac", !self.mac.is_zero()),
+        ];
+        set.into_iter().filter(|(name, on)| *on && !allowed.contains(name)).map(|(name, _)| name).collect()
     }
 
     /// The rate in force at `t`.
@@ -466,6 +492,15 @@ impl Direction {
 mod tests {
     use super::*;
     use rand_core::SeedableRng;
+
+    #[test]
+    fn beyond_names_the_options_an_emulator_would_have_to_ignore() {
+        let l = LinkSpec::parse("5mbit/40ms/loss=1%/jitter=2ms/ge=1%:20%:50%/mtu=1400").unwrap();
+        assert_eq!(l.beyond(&["loss", "jitter", "queue", "down"]), vec!["ge", "mtu"]);
+        assert!(LinkSpec::parse("5mbit/40ms/down=1s-2s").unwrap().beyond(&["down"]).is_empty());
+        let s = LinkSpec::parse("5mbit/40ms/loss=1%@0s,0%@5s").unwrap();
+        assert_eq!(s.beyond(&["loss"]), vec!["loss schedule"]);
+    }
 
     #[test]
     fn parses_specs_and_rejects_bad_ones() {

@@ -41,7 +41,7 @@ enum Command {
     /// Read a private key on stdin, print its public key.
     Pubkey,
     /// Run the deterministic simulator: one bulk stream over emulated links, in virtual time.
-    Sim(sim::SimArgs),
+    Sim(Box<sim::SimArgs>),
     /// Namespaces and emulated links: braid side by side with kernel MPTCP and single links (root).
     Lab(braid_lab::LabArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
@@ -91,7 +91,7 @@ fn runtime(single: bool) -> std::io::Result<tokio::runtime::Runtime> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Sim(args) => match sim::run(args) {
+        Command::Sim(args) => match sim::run(*args) {
             Ok(code) => code,
             Err(e) => {
                 eprintln!("braid sim: {e:#}");

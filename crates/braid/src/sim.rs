@@ -22,8 +22,12 @@ packet; larger ones vanish, as behind a path MTU black hole), mac=D (medium acce
 packet), shared (both directions share one rate and queue, like Wi-Fi)")]
 pub struct SimArgs {
     /// A link (repeat for each): RATE/DELAY[/key=value...].
-    #[arg(long = "link", value_name = "LINK", required = true)]
+    #[arg(long = "link", value_name = "LINK", required_unless_present = "lab_links")]
     links: Vec<String>,
+    /// The links of a `braid lab` scenario file (the same link spec), before any --link: the
+    /// simulator's figure for a lab run.
+    #[arg(long = "lab-links", value_name = "SCENARIO.toml")]
+    lab_links: Option<std::path::PathBuf>,
     /// Packet scheduler.
     #[arg(long, default_value = "minrtt", help = scheduler_help())]
     scheduler: Kind,
@@ -244,6 +248,9 @@ fn parse_event(s: &str, what: &str, links: usize) -> anyhow::Result<(usize, Dura
 /// Builds the run from the arguments.
 pub fn config(args: &SimArgs) -> anyhow::Result<SimConfig> {
     let mut links = Vec::new();
+    if let Some(file) = &args.lab_links {
+        links.extend(braid_lab::load_scenario(file)?.links);
+    }
     for l in &args.links {
         links.push(LinkSpec::parse(l).map_err(|e| anyhow::anyhow!("--link '{l}': {e}"))?);
     }

@@ -94,6 +94,16 @@ fn sim_rejects_bad_arguments_in_one_line() {
 }
 
 #[test]
+fn sim_runs_a_lab_scenarios_links() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../lab/three.toml");
+    let o = braid(&["sim", "--lab-links", root, "--duration", "2s", "--json"], None);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["paths"].as_array().map(Vec::len), Some(3), "three.toml has three links");
+    assert_eq!(v["capacity_bps"].as_f64(), Some(62e6), "50 + 10 + 2 Mbit/s");
+}
+
+#[test]
 fn sim_prints_the_documented_json() {
     let o =
         braid(&["sim", "--link", "5mbit/10ms", "--link", "2mbit/30ms", "--duration", "3s", "--json"], None);

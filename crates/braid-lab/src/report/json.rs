@@ -5,6 +5,7 @@
 use serde_json::{json, Value};
 
 use crate::results::LabReport;
+use crate::scenario::LabLink;
 
 /// Builds the summary object.
 pub fn summary(report: &LabReport, checks: &[String]) -> Value {
@@ -19,10 +20,10 @@ pub fn summary(report: &LabReport, checks: &[String]) -> Value {
                 "rate_bps": l.rate_bps,
                 "delay_ms": l.delay.as_secs_f64() * 1e3,
                 "jitter_ms": l.jitter.as_secs_f64() * 1e3,
-                "loss_percent": l.loss_percent,
-                "queue_ms": l.queue.as_secs_f64() * 1e3,
-                "cut_at_s": l.cut_at.map(|d| d.as_secs_f64()),
-                "restore_at_s": l.restore_at.map(|d| d.as_secs_f64()),
+                "loss_percent": l.loss_percent(),
+                "queue_ms": l.queue_time().as_secs_f64() * 1e3,
+                "cut_at_s": l.cut_at().map(|d| d.as_secs_f64()),
+                "restore_at_s": l.restore_at().map(|d| d.as_secs_f64()),
             })
         })
         .collect();

@@ -4,6 +4,7 @@ use std::fmt::Write;
 
 use crate::results::{LabReport, Row, Status, WorkloadResult};
 use crate::scenario::units::{format_duration, format_rate};
+use crate::scenario::LabLink;
 use crate::scenario::WorkloadKind;
 
 /// Renders the whole report as markdown. `svgs` maps workload names to plot file names.
@@ -48,7 +49,7 @@ fn links_table(report: &LabReport) -> String {
     );
     for (k, l) in report.scenario.links.iter().enumerate() {
         let i = k + 1;
-        let cut = match (l.cut_at, l.restore_at) {
+        let cut = match (l.cut_at(), l.restore_at()) {
             (Some(c), Some(r)) => format!("{} / {}", format_duration(c), format_duration(r)),
             (Some(c), None) => format!("{} / —", format_duration(c)),
             _ => "—".into(),
@@ -59,8 +60,8 @@ fn links_table(report: &LabReport) -> String {
             format_rate(l.rate_bps as f64),
             format_duration(l.delay),
             format_duration(l.jitter),
-            l.loss_percent,
-            format_duration(l.queue),
+            l.loss_percent(),
+            format_duration(l.queue_time()),
         );
     }
     o

@@ -11,7 +11,7 @@
 //! [[link]]                     # one table per link; link i gets 10.0.i.1 (client) / 10.0.i.2
 //! rate = "20mbit"              # both directions (htb + bfifo at both ends)
 //! delay = "5ms"                # ONE-WAY propagation delay (RTT = 2 x delay)
-//! jitter = "1ms"               # optional, uniform +-jitter on each packet, order kept
+//! jitter = "1ms"               # optional, extra delay uniform in [0, jitter], order kept
 //! loss = "1%"                  # optional, random loss in EACH direction
 //! queue = "100ms"              # optional, bottleneck queue depth in time at the link rate
 //! cut_at = "10s"               # optional, only used by workloads of kind "cut"
@@ -82,35 +82,50 @@ pub struct ShareSpec {
     pub lan_rate_bps: u64,
 }
 
-/// One emulated link.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LinkSpec {
-    /// Rate in bits per second, enforced in both directions.
-    pub rate_bps: u64,
-    /// One-way propagation delay (the round trip is twice this).
-    pub delay: Duration,
-    /// Uniform delay variation, plus or minus, applied per packet (packet order is kept).
-    pub jitter: Duration,
-    /// Random loss in percent, applied independently in each direction.
-    pub loss_percent: f64,
-    /// Bottleneck queue depth expressed as time at the link rate (bfifo size).
-    pub queue: Duration,
+/// One emulated link: the simulator's link spec, of which the lab emulates the rate (htb), the
+/// one-way delay and jitter (VDE wirefilter), random loss (nftables), the queue (bfifo) and one
+/// outage per link (a `cut` workload); the parser refuses the other options.
+pub use braid_sim::LinkSpec;
+
+/// The link options the lab can emulate (names as in a link spec string).
+pub const LAB_OPTIONS: &[&str] = &["jitter", "loss", "queue", "down"];
+
+/// What the lab reads of a [`LinkSpec`] beyond its fields.
+pub trait LabLink {
+    /// Random loss in percent, each direction.
+    fn loss_percent(&self) -> f64;
     /// When a `cut` workload cuts this link, relative to the start of the transfer.
-    pub cut_at: Option<Duration>,
-    /// When a `cut` workload restores this link.
-    pub restore_at: Option<Duration>,
+    fn cut_at(&self) -> Option<Duration>;
+    /// When a `cut` workload restores it (None: it stays down).
+    fn restore_at(&self) -> Option<Duration>;
+    /// Whether this link needs the VDE path (user-space delay) rather than a plain veth pair.
+    fn needs_delay_emulation(&self) -> bool;
+    /// The bottleneck queue (bfifo) as time at the link rate.
+    fn queue_time(&self) -> Duration;
 }
 
-impl LinkSpec {
-    /// Whether this link needs the VDE path (user-space delay) rather than a plain veth pair.
-    pub fn needs_delay_emulation(&self) -> bool {
+/// The end of an outage that is never restored.
+pub const NEVER: Duration = Duration::MAX;
+
+impl LabLink for LinkSpec {
+    fn loss_percent(&self) -> f64 {
+        self.loss * 100.0
+    }
+
+    fn cut_at(&self) -> Option<Duration> {
+        self.down.first().map(|(from, _)| *from)
+    }
+
+    fn restore_at(&self) -> Option<Duration> {
+        self.down.first().map(|(_, to)| *to).filter(|to| *to != NEVER)
+    }
+
+    fn needs_delay_emulation(&self) -> bool {
         !self.delay.is_zero() || !self.jitter.is_zero()
     }
 
-    /// bfifo size in bytes: `queue` worth of data at the link rate, at least two full frames.
-    pub fn queue_bytes(&self) -> u64 {
-        let bytes = (self.rate_bps as f64 / 8.0 * self.queue.as_secs_f64()) as u64;
-        bytes.max(2 * 1514)
+    fn queue_time(&self) -> Duration {
+        Duration::from_secs_f64(self.queue_bytes() as f64 * 8.0 / self.rate_bps as f64)
     }
 }
 
@@ -229,7 +244,7 @@ impl Scenario {
 
     /// Whether any link has a cut schedule.
     pub fn has_cuts(&self) -> bool {
-        self.links.iter().any(|l| l.cut_at.is_some())
+        self.links.iter().any(|l| l.cut_at().is_some())
     }
 }
 

@@ -9,8 +9,10 @@ use toml::Spanned;
 
 use super::units::{check_percent, parse_duration, parse_percent, parse_rate};
 use super::{
-    Checks, Contenders, Direction, LinkSpec, Scenario, ShareSpec, Workload, WorkloadKind, MAX_LINKS,
+    Checks, Contenders, Direction, LabLink, LinkSpec, Scenario, ShareSpec, Workload, WorkloadKind,
+    LAB_OPTIONS, MAX_LINKS, NEVER,
 };
+use braid_sim::link::QueueLimit;
 
 const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 const DEFAULT_QUEUE: Duration = Duration::from_millis(100);
@@ -66,7 +68,9 @@ struct RawShare {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawLink {
-    rate: Spanned<String>,
+    /// The whole link as one simulator spec string (`50mbit/5ms/loss=1%`), instead of the keys.
+    spec: Option<Spanned<String>>,
+    rate: Option<Spanned<String>>,
     delay: Option<Spanned<String>>,
     jitter: Option<Spanned<String>>,
     loss: Option<Spanned<NumOrText>>,
@@ -270,42 +274,33 @@ fn checked_duration(src: &Source, value: &Spanned<String>, what: &str) -> Result
 fn parse_link(src: &Source, index: usize, raw: &Spanned<RawLink>) -> Result<LinkSpec, ScenarioError> {
     let l = raw.get_ref();
     let what = |field: &str| format!("link {index}: {field}");
-    let rate_bps = parse_rate(l.rate.get_ref()).map_err(|e| src.err(&l.rate.span(), what(&e)))?;
+    if let Some(spec) = &l.spec {
+        let others = [&l.rate, &l.delay, &l.jitter, &l.queue, &l.cut_at, &l.restore_at];
+        if others.iter().any(|o| o.is_some()) || l.loss.is_some() {
+            return Err(src.err(&raw.span(), what("give either spec or the separate keys, not both")));
+        }
+        let link = LinkSpec::parse(spec.get_ref()).map_err(|e| src.err(&spec.span(), what(&e)))?;
+        return check_lab_link(&link).map(|()| link).map_err(|(_, e)| src.err(&spec.span(), what(&e)));
+    }
+    let Some(rate) = &l.rate else {
+        return Err(src.err(&raw.span(), what("needs a rate (or a spec)")));
+    };
+    let rate_bps = parse_rate(rate.get_ref()).map_err(|e| src.err(&rate.span(), what(&e)))?;
     let opt_dur = |v: &Option<Spanned<String>>, field: &str| -> Result<Option<Duration>, _> {
         v.as_ref().map(|v| src.duration(v, &what(field))).transpose()
     };
-    let delay = opt_dur(&l.delay, "delay")?.unwrap_or(Duration::ZERO);
-    let jitter = opt_dur(&l.jitter, "jitter")?.unwrap_or(Duration::ZERO);
-    let queue = opt_dur(&l.queue, "queue")?.unwrap_or(DEFAULT_QUEUE);
+    let mut link = LinkSpec::new(rate_bps, opt_dur(&l.delay, "delay")?.unwrap_or(Duration::ZERO));
+    link.jitter = opt_dur(&l.jitter, "jitter")?.unwrap_or(Duration::ZERO);
+    link.queue = QueueLimit::Time(opt_dur(&l.queue, "queue")?.unwrap_or(DEFAULT_QUEUE));
     let cut_at = opt_dur(&l.cut_at, "cut_at")?;
     let restore_at = opt_dur(&l.restore_at, "restore_at")?;
-
-    if delay > Duration::from_secs(5) {
-        let span = l.delay.as_ref().map(|d| d.span()).unwrap_or(raw.span());
-        return Err(src.err(&span, what("delay above 5s is not supported")));
+    if let Some(v) = &l.loss {
+        let parsed = match v.get_ref() {
+            NumOrText::Num(n) => check_percent(*n),
+            NumOrText::Text(t) => parse_percent(t),
+        };
+        link.loss = parsed.map_err(|e| src.err(&v.span(), what(&format!("loss: {e}"))))? / 100.0;
     }
-    if jitter > delay {
-        let span = l.jitter.as_ref().map(|d| d.span()).unwrap_or(raw.span());
-        return Err(src.err(&span, what("jitter larger than delay (the delay would go negative)")));
-    }
-    if queue < Duration::from_millis(1) || queue > Duration::from_secs(2) {
-        let span = l.queue.as_ref().map(|d| d.span()).unwrap_or(raw.span());
-        return Err(src.err(&span, what("queue must be between 1ms and 2s")));
-    }
-    let loss_percent = match &l.loss {
-        None => 0.0,
-        Some(v) => {
-            let parsed = match v.get_ref() {
-                NumOrText::Num(n) => check_percent(*n),
-                NumOrText::Text(t) => parse_percent(t),
-            };
-            let p = parsed.map_err(|e| src.err(&v.span(), what(&format!("loss: {e}"))))?;
-            if p > 50.0 {
-                return Err(src.err(&v.span(), what("loss above 50% is not supported")));
-            }
-            p
-        }
-    };
     match (cut_at, restore_at) {
         (None, Some(_)) => {
             let span = l.restore_at.as_ref().map(|d| d.span()).unwrap_or(raw.span());
@@ -315,9 +310,51 @@ fn parse_link(src: &Source, index: usize, raw: &Spanned<RawLink>) -> Result<Link
             let span = l.restore_at.as_ref().map(|d| d.span()).unwrap_or(raw.span());
             return Err(src.err(&span, what("restore_at must come after cut_at")));
         }
-        _ => {}
+        (Some(c), r) => link.down = vec![(c, r.unwrap_or(NEVER))],
+        (None, None) => {}
     }
-    Ok(LinkSpec { rate_bps, delay, jitter, loss_percent, queue, cut_at, restore_at })
+    check_lab_link(&link).map_err(|(field, e)| {
+        let span = match field {
+            "delay" => l.delay.as_ref().map(|v| v.span()),
+            "queue" => l.queue.as_ref().map(|v| v.span()),
+            "loss" => l.loss.as_ref().map(|v| v.span()),
+            _ => None,
+        };
+        src.err(&span.unwrap_or(raw.span()), what(&e))
+    })?;
+    Ok(link)
+}
+
+/// What the lab can emulate of a link: the rate its forwarder shapes, a delay and queue within
+/// bounds, loss up to 50 %, one outage, and none of the simulator-only options.
+fn check_lab_link(link: &LinkSpec) -> Result<(), (&'static str, String)> {
+    if !(1000..=10_000_000_000).contains(&link.rate_bps) {
+        return Err(("rate", format!("rate {} bit/s is outside 1kbit..10gbit", link.rate_bps)));
+    }
+    if link.delay > Duration::from_secs(5) {
+        return Err(("delay", "delay above 5s is not supported".into()));
+    }
+    if let QueueLimit::Time(q) = link.queue {
+        if q < Duration::from_millis(1) || q > Duration::from_secs(2) {
+            return Err(("queue", "queue must be between 1ms and 2s".into()));
+        }
+    }
+    if link.loss > 0.5 {
+        return Err(("loss", "loss above 50% is not supported".into()));
+    }
+    if link.down.len() > 1 {
+        return Err(("down", "the lab cuts a link once: give one down=FROM-TO window".into()));
+    }
+    let beyond = link.beyond(LAB_OPTIONS);
+    if !beyond.is_empty() {
+        let msg = format!(
+            "the lab cannot emulate {} (it emulates rate, delay, {}); use `braid sim` for those",
+            beyond.join(", "),
+            LAB_OPTIONS.join(", ")
+        );
+        return Err(("spec", msg));
+    }
+    Ok(())
 }
 
 /// Most parallel flows of a bulk workload (iperf3 allows 128).
@@ -425,9 +462,9 @@ fn check_cuts(
     workloads: &[Workload],
 ) -> Result<(), ScenarioError> {
     let cut_workloads: Vec<&Workload> = workloads.iter().filter(|w| w.kind == WorkloadKind::Cut).collect();
-    let any_cut = links.iter().any(|l| l.cut_at.is_some());
+    let any_cut = links.iter().any(|l| l.cut_at().is_some());
     if any_cut && cut_workloads.is_empty() {
-        let i = links.iter().position(|l| l.cut_at.is_some()).unwrap_or(0);
+        let i = links.iter().position(|l| l.cut_at().is_some()).unwrap_or(0);
         return Err(src.err(
             &raw_links.get_ref()[i].span(),
             format!(
@@ -439,12 +476,12 @@ fn check_cuts(
     if !any_cut && !cut_workloads.is_empty() {
         return Err(src.err_no_line("a workload has kind = \"cut\" but no link has cut_at"));
     }
-    if !links.iter().any(|l| l.cut_at.is_none() || l.restore_at.is_some()) {
+    if !links.iter().any(|l| l.cut_at().is_none() || l.restore_at().is_some()) {
         return Err(src.err(&raw_links.span(), "every link is cut and none restored: nothing would survive"));
     }
     for w in cut_workloads {
         for (i, l) in links.iter().enumerate() {
-            let last = l.restore_at.or(l.cut_at).unwrap_or(Duration::ZERO);
+            let last = l.restore_at().or(l.cut_at()).unwrap_or(Duration::ZERO);
             if last + Duration::from_secs(1) > w.duration {
                 return Err(src.err(
                     &raw_links.get_ref()[i].span(),

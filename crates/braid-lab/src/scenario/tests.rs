@@ -40,10 +40,10 @@ fn shipped_scenarios_parse() {
     assert_eq!(names, ["bulk-up", "bulk-down", "bulk-p8-up", "bulk-p8-down"]);
     assert_eq!(three.workloads[2].parallel, 8);
     let lossy = parse_scenario("lossy", files[2].1, "lossy").unwrap();
-    assert_eq!(lossy.links[0].loss_percent, 1.0);
+    assert_eq!(lossy.links[0].loss_percent(), 1.0);
     let cut = parse_scenario("cut", files[3].1, "cut").unwrap();
-    assert_eq!(cut.links[0].cut_at, Some(Duration::from_secs(10)));
-    assert_eq!(cut.links[0].restore_at, Some(Duration::from_secs(20)));
+    assert_eq!(cut.links[0].cut_at(), Some(Duration::from_secs(10)));
+    assert_eq!(cut.links[0].restore_at(), Some(Duration::from_secs(20)));
     let ci = parse_scenario("ci", files[4].1, "ci").unwrap();
     assert_eq!(ci.checks.min_braid_ratio, Some(0.85));
     assert_eq!(ci.contenders.braid_tun, ["minrtt"]);
@@ -77,7 +77,7 @@ fn minimal_file_gets_defaults() {
     assert_eq!(s.name, "t");
     assert_eq!(s.repeats, 1);
     assert_eq!(s.links[0].delay, Duration::ZERO);
-    assert_eq!(s.links[0].queue, Duration::from_millis(100));
+    assert_eq!(s.links[0].queue_time(), Duration::from_millis(100));
     assert!(!s.links[0].needs_delay_emulation());
     assert_eq!(s.workloads.len(), 1);
     assert_eq!(s.workloads[0].name(), "bulk-up");
@@ -96,8 +96,24 @@ fn contenders_table_lists_only_what_it_names() {
 #[test]
 fn loss_accepts_number_or_percent_string() {
     let s = parse("[[link]]\nrate = \"1mbit\"\nloss = 0.5\n[[link]]\nrate = \"1mbit\"\nloss = \"2%\"\n[[link]]\nrate = \"1mbit\"\nloss = 1\n").unwrap();
-    let l: Vec<f64> = s.links.iter().map(|l| l.loss_percent).collect();
+    let l: Vec<f64> = s.links.iter().map(|l| l.loss_percent()).collect();
     assert_eq!(l, [0.5, 2.0, 1.0]);
+}
+
+#[test]
+fn a_spec_string_is_the_same_link_as_the_keys() {
+    let keys =
+        "[[link]]\nrate = \"20mbit\"\ndelay = \"10ms\"\njitter = \"2ms\"\nloss = \"1%\"\ncut_at = \"3s\"\n\
+                restore_at = \"6s\"\n[[workload]]\nkind = \"cut\"\n";
+    let spec =
+        "[[link]]\nspec = \"20mbit/10ms/jitter=2ms/loss=1%/down=3s-6s\"\n[[workload]]\nkind = \"cut\"\n";
+    let (a, b) = (parse(keys).unwrap(), parse(spec).unwrap());
+    assert_eq!(a.links, b.links);
+    assert_eq!(a.links[0], braid_sim::LinkSpec::parse("20mbit/10ms/jitter=2ms/loss=1%/down=3s-6s").unwrap());
+    assert_eq!(
+        (b.links[0].cut_at(), b.links[0].restore_at()),
+        (Some(Duration::from_secs(3)), Some(Duration::from_secs(6)))
+    );
 }
 
 #[test]
@@ -119,7 +135,9 @@ fn bad_values_name_their_line() {
         ("[[link]]\nrate = \"20mbits\"\n", 2, "unknown unit"),
         ("[[link]]\nrate = \"20mbps\"\n", 2, "ambiguous"),
         ("[[link]]\nrate = \"1mbit\"\ndelay = \"5\"\n", 3, "no unit"),
-        ("[[link]]\nrate = \"1mbit\"\ndelay = \"5ms\"\njitter = \"6ms\"\n", 4, "jitter larger"),
+        ("[[link]]\nspec = \"1mbit/5ms/ge=1%:20%:50%\"\n", 2, "cannot emulate ge"),
+        ("[[link]]\nspec = \"1mbit/5ms/down=1s-2s,3s-4s\"\n", 2, "cuts a link once"),
+        ("[[link]]\nspec = \"1mbit/5ms\"\nrate = \"2mbit\"\n", 1, "either spec or"),
         ("[[link]]\nrate = \"1mbit\"\nloss = \"60%\"\n", 3, "above 50%"),
         ("[[link]]\nrate = \"1mbit\"\nloss = -1\n", 3, "outside 0..100"),
         ("[[link]]\nrate = \"1mbit\"\nqueue = \"5s\"\n", 3, "queue"),

@@ -11,6 +11,7 @@ use super::names::Names;
 use super::shape;
 use crate::scenario::LinkSpec;
 use crate::sys::cmd;
+use braid_sim::link::QueueLimit;
 
 /// Builds the bridge and one shaped port per neighbour namespace.
 pub fn create(names: &Names, neighbours: &[String], rate_bps: u64) -> Result<()> {
@@ -19,15 +20,8 @@ pub fn create(names: &Names, neighbours: &[String], rate_bps: u64) -> Result<()>
     cmd::run_ok(&["ip", "-n", cli, "link", "add", bridge, "type", "bridge"])?;
     cmd::run_ok(&["ip", "-n", cli, "addr", "add", &format!("{}/24", Names::LAN_CLIENT_ADDR), "dev", bridge])?;
     cmd::run_ok(&["ip", "-n", cli, "link", "set", bridge, "up"])?;
-    let lan = LinkSpec {
-        rate_bps,
-        delay: Duration::ZERO,
-        jitter: Duration::ZERO,
-        loss_percent: 0.0,
-        queue: Duration::from_millis(20),
-        cut_at: None,
-        restore_at: None,
-    };
+    let mut lan = LinkSpec::new(rate_bps, Duration::ZERO);
+    lan.queue = QueueLimit::Time(Duration::from_millis(20));
     for (k, ns) in (1..).zip(neighbours) {
         let (dev, port) = (Names::lan_dev(k), Names::lan_port(k));
         cmd::run_ok(&[

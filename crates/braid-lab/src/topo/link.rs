@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 
 use super::names::Names;
-use crate::scenario::LinkSpec;
+use crate::scenario::{LabLink, LinkSpec};
 use crate::sys::netns::{read_net_file, NetFile};
 use crate::sys::proc::{Proc, Stdin};
 use crate::sys::{cmd, signal};
@@ -20,7 +20,9 @@ use crate::sys::{cmd, signal};
 /// How long a vde_switch may take to create its tap and control socket.
 const VDE_START: Duration = Duration::from_secs(5);
 
-/// The wirefilter `-d` argument: one-way delay in ms, with `+J U` for uniform jitter.
+/// The wirefilter `-d` argument: one-way delay in ms, with `+J U` for uniform jitter. wirefilter's
+/// `D+JU` spreads the delay over D ± J; the link spec's jitter is extra delay uniform in
+/// [0, jitter] (as in the simulator), so D is the delay plus half the jitter and J half of it.
 pub fn wirefilter_delay(link: &LinkSpec) -> String {
     let ms = |d: Duration| {
         let s = format!("{:.3}", d.as_secs_f64() * 1e3);
@@ -29,7 +31,7 @@ pub fn wirefilter_delay(link: &LinkSpec) -> String {
     if link.jitter.is_zero() {
         ms(link.delay)
     } else {
-        format!("{}+{}U", ms(link.delay), ms(link.jitter))
+        format!("{}+{}U", ms(link.delay + link.jitter / 2), ms(link.jitter / 2))
     }
 }
 
@@ -101,21 +103,15 @@ mod tests {
     use super::*;
 
     fn link(delay_ms: u64, jitter_ms: u64) -> LinkSpec {
-        LinkSpec {
-            rate_bps: 1_000_000,
-            delay: Duration::from_millis(delay_ms),
-            jitter: Duration::from_millis(jitter_ms),
-            loss_percent: 0.0,
-            queue: Duration::from_millis(100),
-            cut_at: None,
-            restore_at: None,
-        }
+        let mut l = LinkSpec::new(1_000_000, Duration::from_millis(delay_ms));
+        l.jitter = Duration::from_millis(jitter_ms);
+        l
     }
 
     #[test]
     fn delay_argument() {
         assert_eq!(wirefilter_delay(&link(5, 0)), "5");
-        assert_eq!(wirefilter_delay(&link(40, 5)), "40+5U");
+        assert_eq!(wirefilter_delay(&link(40, 5)), "42.5+2.5U");
         let mut l = link(0, 0);
         l.delay = Duration::from_micros(2500);
         assert_eq!(wirefilter_delay(&l), "2.5");

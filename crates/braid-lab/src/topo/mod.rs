@@ -32,6 +32,7 @@ use anyhow::{bail, Context, Result};
 
 pub use names::Names;
 
+use crate::scenario::LabLink;
 use crate::scenario::{LinkSpec, ShareSpec};
 use crate::sys::netns::{in_netns, tcp_connect};
 use crate::sys::proc::Proc;
@@ -181,8 +182,8 @@ impl Lab {
             cmd::run_ok(&["ip", "-n", ns, "addr", "add", &format!("{addr}/24"), "dev", dev])?;
             shape::shape(ns, dev, &link)?;
             cmd::run_ok(&["ip", "-n", ns, "link", "set", dev, "up"])?;
-            if link.loss_percent > 0.0 {
-                cmd::in_ns_input(ns, &["nft", "-f", "-"], &nft::loss_rules(dev, link.loss_percent))?;
+            if link.loss_percent() > 0.0 {
+                cmd::in_ns_input(ns, &["nft", "-f", "-"], &nft::loss_rules(dev, link.loss_percent()))?;
             }
         }
         let table = (100 + i).to_string();

@@ -39,15 +39,7 @@ mod tests {
 
     #[test]
     fn htb_with_100ms_bfifo() {
-        let link = LinkSpec {
-            rate_bps: 20_000_000,
-            delay: Duration::from_millis(5),
-            jitter: Duration::ZERO,
-            loss_percent: 0.0,
-            queue: Duration::from_millis(100),
-            cut_at: None,
-            restore_at: None,
-        };
+        let link = LinkSpec::new(20_000_000, Duration::from_millis(5));
         let c = tc_commands("c1", &link);
         assert_eq!(
             c[1].join(" "),

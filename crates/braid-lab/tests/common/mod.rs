@@ -64,13 +64,5 @@ pub fn run_scenario(name: &str, scenario: &str, braid: Option<std::path::PathBuf
 
 /// A link of `rate_mbit` Mbit/s and `delay_ms` one way, 100 ms queue, no loss or cut.
 pub fn link(rate_mbit: u64, delay_ms: u64) -> braid_lab::scenario::LinkSpec {
-    braid_lab::scenario::LinkSpec {
-        rate_bps: rate_mbit * 1_000_000,
-        delay: std::time::Duration::from_millis(delay_ms),
-        jitter: std::time::Duration::ZERO,
-        loss_percent: 0.0,
-        queue: std::time::Duration::from_millis(100),
-        cut_at: None,
-        restore_at: None,
-    }
+    braid_lab::scenario::LinkSpec::new(rate_mbit * 1_000_000, std::time::Duration::from_millis(delay_ms))
 }
