@@ -57,6 +57,11 @@ pub struct SimConfig {
     pub switches: Vec<(Duration, Option<u8>, Kind)>,
     /// Short request/response flows on streams of class 0 (see [`crate::short`]).
     pub short: Option<ShortSpec>,
+    /// Links whose paths join late: (link, time). The client adds the path then, as the
+    /// daemon does when an interface comes up (a phone entering 3G coverage, seed 003 Fig. 8);
+    /// the other links' paths are added at the start. Link 0 carries the handshake and is
+    /// always there.
+    pub joins: Vec<(usize, Duration)>,
 }
 
 impl SimConfig {
@@ -78,12 +83,36 @@ impl SimConfig {
             warmup: (duration / 5).min(Duration::from_secs(5)),
             switches: Vec::new(),
             short: None,
+            joins: Vec::new(),
         }
     }
 
     /// When flows stop sending, so that what they sent can arrive before the run ends.
     pub fn flow_stop(&self) -> Duration {
         self.duration - (self.duration / 10).min(Duration::from_secs(2))
+    }
+}
+
+/// Adds link `i`'s path on the client and applies the link's settings to it.
+fn join_path(cfg: &SimConfig, client: &mut Session, now: Duration, i: usize) {
+    if let Ok(id) = client.add_path(ts(now), Some(client_addr(i)), SERVER) {
+        configure_path(cfg, client, now, i, id);
+    }
+}
+
+/// Applies link `i`'s weight, status and rate cap to its path `id`.
+fn configure_path(cfg: &SimConfig, client: &mut Session, now: Duration, i: usize, id: u8) {
+    if let Some(w) = cfg.weights.get(i).copied().flatten() {
+        let _ = client.set_path_weight(id, Some(w));
+    }
+    if cfg.backup.contains(&i) {
+        let _ = client.set_path_status(id, braid_core::wire::PathStatusKind::Backup);
+    }
+    if cfg.secondary.contains(&i) {
+        let _ = client.set_path_status(id, braid_core::wire::PathStatusKind::Secondary);
+    }
+    if let Some(cap) = cfg.max_rates.get(i).copied().flatten() {
+        let _ = client.set_path_max_rate(ts(now), id, Some(cap));
     }
 }
 
@@ -145,25 +174,13 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
         endpoint: Endpoint::new(server_cfg, Seed::from_u64(cfg.seed ^ 0x5e7e7)),
         server: None,
     };
-    let mut path_of_link = vec![0u8; cfg.links.len()];
-    for (i, slot) in path_of_link.iter_mut().enumerate().skip(1) {
-        // Paths wait for the handshake, then validate.
-        if let Ok(id) = sides.client.add_path(ts(now), Some(client_addr(i)), SERVER) {
-            *slot = id;
-        }
-    }
-    for (i, id) in path_of_link.iter().enumerate() {
-        if let Some(w) = cfg.weights.get(i).copied().flatten() {
-            let _ = sides.client.set_path_weight(*id, Some(w));
-        }
-        if cfg.backup.contains(&i) {
-            let _ = sides.client.set_path_status(*id, braid_core::wire::PathStatusKind::Backup);
-        }
-        if cfg.secondary.contains(&i) {
-            let _ = sides.client.set_path_status(*id, braid_core::wire::PathStatusKind::Secondary);
-        }
-        if let Some(cap) = cfg.max_rates.get(i).copied().flatten() {
-            let _ = sides.client.set_path_max_rate(ts(now), *id, Some(cap));
+    configure_path(cfg, &mut sides.client, now, 0, 0);
+    let mut joins: Vec<(usize, Duration)> = Vec::new();
+    for i in 1..cfg.links.len() {
+        match cfg.joins.iter().find(|(l, _)| *l == i) {
+            Some(&(_, at)) if at > now => joins.push((i, at)),
+            // Paths wait for the handshake, then validate.
+            _ => join_path(cfg, &mut sides.client, now, i),
         }
     }
     let mut whole_run_reorder = 0usize;
@@ -219,6 +236,13 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
                 s.handle_timeout(ts(now));
             }
         }
+        // Paths joining now.
+        joins.retain(|&(i, at)| {
+            if at <= now {
+                join_path(cfg, &mut sides.client, now, i);
+            }
+            at > now
+        });
         // Live scheduler changes due now.
         for (at, class, kind) in &cfg.switches {
             if *at <= now && !switched.contains(&(*at, *class)) {
@@ -341,9 +365,11 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
             .map(|(t, _)| t)
             .min();
         let next_flow = short.as_ref().map(ShortFlows::next_wake).filter(|t| *t > now && *t < flow_stop);
+        let next_join = joins.iter().map(|(_, t)| *t).min();
         let next = [
             net.next_arrival(),
             next_switch,
+            next_join,
             next_flow,
             sides.client.poll_timeout().map(|t| t.as_duration()),
             sides.server.as_ref().and_then(|s| s.poll_timeout()).map(|t| t.as_duration()),

@@ -46,6 +46,10 @@ pub struct SimArgs {
     /// Restore link I at time T: I@T.
     #[arg(long = "restore", value_name = "I@T")]
     restores: Vec<String>,
+    /// Link I's path joins at time T (the client adds it then, as when an interface comes
+    /// up): I@T, I ≥ 1 (link 0 carries the handshake).
+    #[arg(long = "join", value_name = "I@T")]
+    joins: Vec<String>,
     /// What the client sends: bulk (one stream), cbr:RATE (datagrams of class 0),
     /// layered:RATE,RATE,... (one datagram class per layer, base layer first and most important),
     /// or short:SIZE@INTERVAL (a request/response of SIZE bytes each way on a new stream every
@@ -336,6 +340,14 @@ pub fn config(args: &SimArgs) -> anyhow::Result<SimConfig> {
             .map_err(|_| anyhow::anyhow!("--class-min-rate: class {class} is over 255"))?;
         session.classes.entry(class).or_default().min_rate = Some(*rate);
     }
+    let mut joins = Vec::new();
+    for j in &args.joins {
+        let (i, t) = parse_event(j, "join", links.len())?;
+        if i == 0 {
+            bail!("--join '{j}': link 0 carries the handshake and is there from the start");
+        }
+        joins.push((i, t));
+    }
     let base = SimConfig::bulk(links, args.duration, args.seed, session);
     Ok(SimConfig {
         bulk: matches!(args.workload, Workload::Bulk),
@@ -348,6 +360,7 @@ pub fn config(args: &SimArgs) -> anyhow::Result<SimConfig> {
         max_rates,
         warmup: args.warmup.unwrap_or(base.warmup),
         switches: args.switches.clone(),
+        joins,
         short: match args.workload {
             Workload::Short(s) => Some(s),
             _ => args.short,
