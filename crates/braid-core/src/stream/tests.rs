@@ -215,6 +215,12 @@ proptest! {
                         for id in s.streams.keys() { fifo.enqueue(*id) }
                     }
                 }
+                12 if b % 5 == 0 => {
+                    // A peer stream reset with data held behind a gap.
+                    let id = 1 + 2 * (a % 3);
+                    let highest = s.streams.get(&id).map_or(0, |st| st.recv.highest());
+                    let _ = s.on_reset(id, 5, highest);
+                }
                 12 => {
                     // A peer stream's data, out of order.
                     let _ = s.on_stream_frame(1 + 2 * (b % 3), a % 5000, Bytes::from(vec![1u8; 1 + (b % 900) as usize]), false);
