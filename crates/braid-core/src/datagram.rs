@@ -321,6 +321,41 @@ impl Datagrams {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The kept datagram count and payload bytes equal a recount of the class queues after
+        /// any sequence of pushes (with overflow), pops, expiry and puts back; expiry leaves no
+        /// expired datagram at a queue's head.
+        #[test]
+        fn kept_counts_match_a_recount(ops in proptest::collection::vec((0u8..5, 0u8..3, 0u64..200, 1usize..40), 1..200)) {
+            let t = |ms: u64| Timestamp::from_nanos(ms * 1_000_000);
+            let mut d = Datagrams::new(8);
+            let mut now = 0;
+            let mut held = Vec::new();
+            for (op, class, x, len) in ops {
+                match op {
+                    0 | 1 => {
+                        let deadline = (x % 3 != 0).then(|| t(now + x));
+                        d.push(t(now), class, Bytes::from(vec![0u8; len]), deadline, |c| c);
+                    }
+                    2 => held.extend(d.pop(class, t(now))),
+                    3 => {
+                        now += x % 50;
+                        d.expire(t(now));
+                        for q in d.outgoing.values() {
+                            prop_assert!(q.front().is_none_or(|h| h.deadline.is_none_or(|dl| dl > t(now))));
+                        }
+                    }
+                    _ => if let Some(h) = held.pop() { d.push_front(h) },
+                }
+                let len: usize = d.outgoing.values().map(|q| q.len()).sum();
+                let bytes: u64 = d.outgoing.values().flatten().map(|g| g.data.len() as u64).sum();
+                prop_assert_eq!((d.outgoing_len, d.queued_bytes()), (len, bytes));
+                prop_assert_eq!(d.has_outgoing(), len > 0);
+            }
+        }
+    }
 
     #[test]
     fn a_huge_sequence_jump_costs_one_window_at_most() {

@@ -20,6 +20,8 @@ pub struct SendStream {
     next_new: u64,
     /// New data sent ahead of `next_new` (EDPF's skipped packets leave later on faster paths).
     sent_ahead: RangeSet,
+    /// Bytes in `sent_ahead`, kept as ranges come and go (the backlog is asked per packet).
+    ahead_bytes: u64,
     /// End of the highest new data sent (what the peer's flow control counts).
     highest_sent: u64,
     /// Ranges to send again.
@@ -158,6 +160,7 @@ impl SendStream {
         // Skip what was already sent ahead.
         while let Some(r) = self.sent_ahead.first().filter(|r| r.start <= self.next_new) {
             self.next_new = self.next_new.max(r.end);
+            self.ahead_bytes -= r.end - r.start;
             self.sent_ahead.remove(r);
         }
         if fin {
@@ -209,16 +212,30 @@ impl SendStream {
         }
         let grew = end.saturating_sub(self.highest_sent);
         self.highest_sent = self.highest_sent.max(end);
+        // `pos` lies in a gap and `end` at most at the next range: all of it is new.
         self.sent_ahead.insert(pos..end);
+        self.ahead_bytes += len as u64;
         Some(Chunk { offset: pos, len, fin, retransmit: false, grew })
     }
 
-    /// New bytes available to send ahead of the next in-order offset, within the limits.
+    /// New bytes available to send ahead of the next in-order offset, within the limits:
+    /// `gap + min(new, conn_credit)` of [`SendStream::unsent_parts`]. O(1).
     pub fn unsent_bytes(&self, conn_credit: u64) -> u64 {
-        let credit_end = self.highest_sent.max(self.next_new).saturating_add(conn_credit);
-        let limit = self.write_offset.min(self.max_data).min(credit_end);
-        let ahead: u64 = self.sent_ahead.iter().map(|r| r.end.min(limit).saturating_sub(r.start)).sum();
-        limit.saturating_sub(self.next_new).saturating_sub(ahead)
+        let (gap, new) = self.unsent_parts();
+        gap + new.min(conn_credit)
+    }
+
+    /// The unsent bytes in two parts: those below the highest offset sent (the gaps left by
+    /// EDPF's sending ahead, which session credit already covers), and those above it that the
+    /// stream's own limit allows (which session credit caps). Apart, they let the stream layer
+    /// keep the session's backlog as running sums (see `queue::SendQueue`).
+    pub fn unsent_parts(&self) -> (u64, u64) {
+        // Everything sent ahead lies between `next_new` and `highest_sent`, and the written
+        // end and the peer's limit both lie at or above `highest_sent`.
+        let top = self.highest_sent.max(self.next_new);
+        let gap = (top - self.next_new).saturating_sub(self.ahead_bytes);
+        let new = self.write_offset.min(self.max_data).saturating_sub(top);
+        (gap, new)
     }
 
     /// Copies `[offset, offset + len)` into `out`.
@@ -350,94 +367,4 @@ pub fn to_bytes(data: &[u8]) -> Bytes {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn retransmits_only_what_is_unacked() {
-        let mut s = SendStream::new(1000);
-        s.write(Bytes::from_static(b"0123456789"));
-        s.finish();
-        let a = s.next_chunk(|_| 4, u64::MAX).unwrap();
-        assert_eq!(a, Chunk { offset: 0, len: 4, fin: false, retransmit: false, grew: 4 });
-        let b = s.next_chunk(|_| 100, u64::MAX).unwrap();
-        assert_eq!(b, Chunk { offset: 4, len: 6, fin: true, retransmit: false, grew: 6 });
-        assert!(s.next_chunk(|_| 100, u64::MAX).is_none());
-        s.on_acked(2, 2, false);
-        s.on_lost(0, 4, false);
-        s.on_lost(4, 6, true);
-        let r = s.next_chunk(|_| 100, u64::MAX).unwrap();
-        assert_eq!(r, Chunk { offset: 0, len: 2, fin: false, retransmit: true, grew: 0 });
-        let r = s.next_chunk(|_| 100, u64::MAX).unwrap();
-        assert_eq!(r, Chunk { offset: 4, len: 6, fin: true, retransmit: true, grew: 0 });
-        let mut out = Vec::new();
-        s.copy_range(4, 6, &mut out);
-        assert_eq!(out, b"456789");
-        s.on_acked(0, 2, false);
-        s.on_acked(4, 6, true);
-        assert!(s.is_complete());
-        assert_eq!(s.buffered(), 0);
-    }
-
-    /// Regression: an acknowledgement of bytes below the acknowledged prefix (a stranded packet
-    /// acknowledged after its bytes were resent and acknowledged) froze the prefix, the send
-    /// buffer never drained and the stream stalled (`braid sim --link 20mbit/10ms
-    /// --link 5mbit/40ms --cut 0@10s --restore 0@20s`: goodput fell to zero at 24 s).
-    #[test]
-    fn late_ack_below_prefix_does_not_freeze_it() {
-        let mut s = SendStream::new(1000);
-        s.write(Bytes::from_static(b"0123456789"));
-        s.next_chunk(|_| 10, u64::MAX).unwrap();
-        s.on_acked(0, 5, false);
-        s.on_acked(0, 3, false); // late duplicate
-        s.on_acked(5, 5, false);
-        assert_eq!(s.buffered(), 0);
-    }
-
-    #[test]
-    fn sending_ahead_leaves_a_gap_filled_in_order() {
-        let mut s = SendStream::new(1000);
-        s.write(Bytes::from(vec![7u8; 100]));
-        s.finish();
-        // A slow path sends 10 bytes, 30 unsent bytes ahead.
-        let a = s.next_chunk_ahead(30, 10, u64::MAX).unwrap();
-        assert_eq!((a.offset, a.len, a.grew), (30, 10, 40));
-        // Another one, 30 unsent bytes ahead, skips the range already sent.
-        let b = s.next_chunk_ahead(30, 10, u64::MAX).unwrap();
-        assert_eq!((b.offset, b.len, b.grew), (40, 10, 10));
-        assert_eq!(s.unsent_bytes(u64::MAX), 80);
-        // The fast path fills the gap in order, then jumps past the ranges sent ahead.
-        let c = s.next_chunk(|_| 100, u64::MAX).unwrap();
-        assert_eq!((c.offset, c.len, c.grew), (0, 30, 0));
-        let d = s.next_chunk(|_| 100, u64::MAX).unwrap();
-        assert_eq!((d.offset, d.len, d.fin, d.grew), (50, 50, true, 50));
-        assert!(s.next_chunk(|_| 100, u64::MAX).is_none());
-        assert_eq!(s.final_size(), 100);
-        // Ahead chunks are acknowledged and lost like any other.
-        s.on_lost(30, 10, false);
-        let r = s.next_chunk(|_| 100, u64::MAX).unwrap();
-        assert_eq!((r.offset, r.retransmit), (30, true));
-    }
-
-    #[test]
-    fn sending_ahead_respects_flow_control() {
-        let mut s = SendStream::new(50);
-        s.write(Bytes::from(vec![7u8; 100]));
-        assert!(s.next_chunk_ahead(45, 10, u64::MAX).unwrap().len == 5);
-        assert!(s.next_chunk_ahead(60, 10, u64::MAX).is_none());
-        // Connection credit counts the highest offset, gap included.
-        let mut s = SendStream::new(1000);
-        s.write(Bytes::from(vec![7u8; 100]));
-        assert_eq!(s.next_chunk_ahead(20, 10, 25).map(|c| c.len), Some(5));
-    }
-
-    #[test]
-    fn respects_flow_control() {
-        let mut s = SendStream::new(5);
-        s.write(Bytes::from_static(b"0123456789"));
-        assert_eq!(s.next_chunk(|_| 100, u64::MAX).unwrap().len, 5);
-        assert!(s.next_chunk(|_| 100, u64::MAX).is_none());
-        s.max_data = 10;
-        assert_eq!(s.next_chunk(|_| 100, 2).unwrap().len, 2);
-    }
-}
+mod tests;
