@@ -3,7 +3,6 @@
 //! control, so a loss on one link never slows another).
 
 pub mod arrivals;
-pub mod backlog;
 pub mod judge;
 pub mod loss;
 pub mod mtu;
@@ -186,8 +185,6 @@ pub struct Path {
     pub weight: Option<u32>,
     /// Most bytes a second this path may carry (the client's link policy; None: no cap).
     pub max_rate: Option<u64>,
-    /// What our packets keep queued at the path's bottleneck (EDPF's A_j, seed 004).
-    backlog: backlog::Backlog,
 }
 
 impl Path {
@@ -244,7 +241,6 @@ impl Path {
             admission_changed: now,
             weight: None,
             max_rate: None,
-            backlog: backlog::Backlog::default(),
         }
     }
 
@@ -272,19 +268,6 @@ impl Path {
     pub fn usable_capacity(&self, now: Timestamp) -> f64 {
         let rate = self.capacity(now);
         self.max_rate.map_or(rate, |cap| rate.min(cap as f64))
-    }
-
-    /// The queue at the path's bottleneck from what is in flight: bytes in flight beyond the
-    /// bandwidth-delay product (`rate` × minimum RTT), drained at `rate` bytes/s.
-    fn standing_queue(&self, rate: f64) -> Duration {
-        let pipe = rate * self.rtt.min().as_secs_f64();
-        Duration::from_secs_f64((self.in_flight as f64 - pipe).max(0.0) / rate.max(1.0))
-    }
-
-    /// How long a packet of `bytes` that leaves at `departure` waits at the path's bottleneck
-    /// behind what was sent before it, at `rate` bytes/s (see [`backlog`]).
-    pub fn queue_delay(&self, departure: Timestamp, bytes: u64, rate: f64) -> Duration {
-        self.backlog.queue(departure, bytes, rate, self.standing_queue(rate))
     }
 
     /// Anti-amplification (RFC 9000 §8): before the server has validated a path it sends at
@@ -386,9 +369,6 @@ impl Path {
         self.stats.bytes_sent += u64::from(p.size);
         self.stats.packets_sent += 1;
         self.last_sent = Some(now);
-        let rate = self.usable_capacity(now);
-        let standing = self.standing_queue(rate);
-        self.backlog.on_sent(now, u64::from(p.size), rate, standing);
         if p.in_flight {
             p.rate = self.delivery.on_sent(now, self.in_flight);
             self.in_flight += u64::from(p.size);

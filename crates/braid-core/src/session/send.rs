@@ -516,10 +516,11 @@ impl Session {
                 Some(c) => min_rtt.saturating_sub(c / 2).max(c / 2),
                 None => min_rtt / 2,
             };
-            // What waits ahead of the packet in the bottleneck queue once it leaves.
-            let ready_at = p.ready_at_over(now, bytes as u64, overdraft);
-            let departure = ready_at.map_or(now, |t| t.max(now));
-            let one_way_delay = base + p.queue_delay(departure, bytes as u64, rate);
+            // What stands in the bottleneck queue: bytes in flight beyond the path's
+            // bandwidth-delay product, drained at its rate.
+            let pipe = rate * min_rtt.as_secs_f64();
+            let standing = (p.in_flight as f64 - pipe).max(0.0);
+            let one_way_delay = base + Duration::from_secs_f64(standing / rate.max(1.0));
             PathView {
                 id: p.id,
                 usable: p.is_usable(),
@@ -533,7 +534,7 @@ impl Session {
                 rttvar: p.rtt.var(),
                 cwnd: p.cc.window(),
                 in_flight: p.in_flight,
-                ready_at,
+                ready_at: p.ready_at_over(now, bytes as u64, overdraft),
                 rate,
                 loss_rate: p.scheduler_loss(now, reports),
                 mtu: p.mtu,
