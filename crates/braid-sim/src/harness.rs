@@ -432,11 +432,14 @@ fn trace_line(now: Duration, sides: &Sides, delivered: u64) -> String {
         for id in s.path_ids() {
             if let Some(p) = s.path_info(id) {
                 line += &format!(
-                    " | {side}{id} {:?} cwnd={} inflight={} pace={:.0}k srtt={:.1}ms sent={} lost={}",
+                    " | {side}{id} {:?} cwnd={} inflight={} pace={:.0}k cap={:.0}k dr={:.0}k pair={:.0}k srtt={:.1}ms sent={} lost={}",
                     p.state,
                     p.cwnd,
                     p.in_flight,
                     p.pacing_rate * 8.0 / 1e3,
+                    p.capacity * 8.0 / 1e3,
+                    p.delivery_rate * 8.0 / 1e3,
+                    p.packet_pair.unwrap_or(0.0) * 8.0 / 1e3,
                     p.srtt.as_secs_f64() * 1e3,
                     p.stats.packets_sent,
                     p.stats.packets_lost
