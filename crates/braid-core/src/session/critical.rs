@@ -30,7 +30,7 @@
 //! [`SessionConfig::redundancy_share`]: crate::config::SessionConfig::redundancy_share
 //! [`TrafficClass::duplicate`]: crate::config::TrafficClass::duplicate
 
-use super::pinned::Pinned;
+use super::path_queues::Pinned;
 use super::Session;
 use crate::config::Redundancy;
 use crate::path::sent::{FrameRecords, SentFrame};
@@ -111,7 +111,6 @@ impl Session {
         expires: Option<Timestamp>,
     ) {
         let wire = (payload.len() + DATA_OVERHEAD) as u64;
-        let pinned = &self.pinned;
         let Some(to) = self
             .paths
             .iter()
@@ -121,8 +120,7 @@ impl Session {
             })
             .filter(|(_, p)| p.mtu as u64 >= wire)
             .filter(|(_, p)| {
-                let queued: u64 = pinned.get(&p.id).map_or(0, |q| q.iter().map(Pinned::bytes).sum());
-                queued as f64 <= p.usable_capacity(now) * COPY_BACKLOG.as_secs_f64()
+                self.queues.bytes(p.id) as f64 <= p.usable_capacity(now) * COPY_BACKLOG.as_secs_f64()
             })
             .min_by_key(|(_, p)| (p.rtt.smoothed(), p.id))
             .map(|(_, p)| p.id)

@@ -13,6 +13,7 @@ mod frames;
 mod fuzzing;
 pub mod lost_log;
 mod monitoring;
+mod path_queues;
 pub mod paths;
 mod pinned;
 mod policy;
@@ -232,7 +233,7 @@ pub struct Session {
     acked_scratch: Vec<SentPacket>,
     lost_scratch: Vec<SentPacket>,
     /// Per-path queues: datagrams committed to a path and redundant copies.
-    pinned: BTreeMap<PathId, VecDeque<pinned::Pinned>>,
+    queues: path_queues::PathQueues,
     /// What selective redundancy may still spend on copies, and has spent.
     copy_budget: critical::CopyBudget,
     /// The scheduler's path views, rebuilt for every data packet in this one allocation.
@@ -318,7 +319,7 @@ impl Session {
             next_send: None,
             acked_scratch: Vec::new(),
             lost_scratch: Vec::new(),
-            pinned: BTreeMap::new(),
+            queues: Default::default(),
             views: Vec::new(),
             ack_credit: Default::default(),
             class_schedulers,

@@ -11,7 +11,7 @@
 
 use super::ack_offload;
 use super::class_limits;
-use super::pinned::Pinned;
+use super::path_queues::Pinned;
 use super::timing::LIVENESS_MIN;
 use super::{Session, State, Transmit};
 use crate::config::AckPath;
@@ -502,7 +502,7 @@ impl Session {
             .collect();
         let admission = self.config.path_admission;
         let engaged = self.secondary_engaged(now);
-        let pinned = &self.pinned;
+        let queues = &self.queues;
         let reports = self.config.receiver_reports;
         views.extend(self.paths.iter_mut().filter(|p| p.state != PathState::Closed).map(|p| {
             let rate = p.usable_capacity(now);
@@ -540,7 +540,7 @@ impl Session {
                 mtu: p.mtu,
                 admitted: p.admitted || !admission,
                 one_way_delay,
-                queued_bytes: pinned.get(&p.id).map_or(0, |q| q.iter().map(Pinned::bytes).sum()),
+                queued_bytes: queues.bytes(p.id),
                 weight: p.weight,
             }
         }));
@@ -576,9 +576,9 @@ impl Session {
                     self.class_limits.release(now, cfg.classes.iter().map(|(c, t)| (*c, t.clone())));
                 // Nothing to send although windows may have room: application-limited (a path
                 // with datagrams waiting in its own queue is not).
-                let pinned = &self.pinned;
+                let queues = &self.queues;
                 for p in self.paths.iter_mut().filter(|p| p.is_usable() && p.window_room() > p.mtu as u64) {
-                    if pinned.get(&p.id).is_none_or(|q| q.is_empty()) {
+                    if queues.is_empty_for(p.id) {
                         p.delivery.on_app_limited(p.in_flight);
                     }
                 }
