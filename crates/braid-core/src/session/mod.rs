@@ -5,6 +5,7 @@
 //! (what received frames do), `paths` (joining, validation, blackout), `timers`.
 
 mod ack_offload;
+mod builder;
 mod class_limits;
 mod critical;
 pub mod fetch;
@@ -49,6 +50,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use builder::Transmit;
 pub use recv::DropReason;
 
 /// Why a session ended.
@@ -131,19 +133,6 @@ pub enum Event {
     Path(PathId, PathEvent),
     /// The session ended; no further events follow.
     Closed(CloseReason),
-}
-
-/// A datagram to put on the wire. Its bytes are in the buffer passed to `poll_transmit`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Transmit {
-    /// The path it belongs to.
-    pub path: PathId,
-    /// Where to send it.
-    pub destination: SocketAddr,
-    /// The local address to send from (None: any).
-    pub source: Option<SocketAddr>,
-    /// Its size.
-    pub size: usize,
 }
 
 #[derive(Debug)]

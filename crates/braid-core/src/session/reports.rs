@@ -4,7 +4,7 @@
 //! follows a gap, so that the sender holds seed 001's inter-arrival verdict when that ACK makes
 //! it declare the loss.
 
-use super::send::Builder;
+use super::builder::Builder;
 use super::Session;
 use crate::path::judge::LossJudge;
 use crate::path::peer_report::ReportCounters;
@@ -26,8 +26,7 @@ impl Session {
 
     /// Writes path `i`'s PATH_REPORT when one is due and there is room for it and the ACK.
     pub(super) fn write_report_of(&mut self, i: usize, now: Timestamp, b: &Builder, buf: &mut Vec<u8>) {
-        if !self.sends_reports() || b.limit.saturating_sub(buf.len()) < encode::PATH_REPORT_MAX_LEN + ACK_ROOM
-        {
+        if !self.sends_reports() || b.room(buf) < encode::PATH_REPORT_MAX_LEN + ACK_ROOM {
             return;
         }
         let p = &mut self.paths[i];

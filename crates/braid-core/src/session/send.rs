@@ -10,19 +10,20 @@
 //! 6. keepalive PINGs on idle paths.
 
 use super::ack_offload;
+use super::builder::Builder;
 use super::class_limits;
 use super::path_queues::Pinned;
 use super::timing::LIVENESS_MIN;
 use super::{Session, State, Transmit};
 use crate::config::AckPath;
 use crate::datagram::OutgoingDatagram;
-use crate::path::sent::{FrameRecords, SentFrame, SentPacket};
+use crate::path::sent::SentFrame;
 use crate::path::{PathId, PathState};
 use crate::scheduler::{Decision, PacketInfo, PathView};
 use crate::time::Timestamp;
 use crate::wire::frame::encode;
 use crate::wire::PathStatusKind;
-use crate::wire::{DataHeader, DATA_HEADER_LEN, MIN_DATAGRAM, MIN_PROBE_BUDGET, TAG_LEN};
+use crate::wire::{DATA_HEADER_LEN, MIN_DATAGRAM, MIN_PROBE_BUDGET, TAG_LEN};
 use smallvec::SmallVec;
 use std::time::Duration;
 
@@ -45,16 +46,6 @@ fn liveness(path: &crate::path::Path) -> Duration {
 /// most a quarter of the carrier. A 20 kbit/s path that carried the ACKs of a 100 Mbit/s one
 /// queued them for seconds, and the fast path's sender crawled at 1.3 Mbit/s (simulator).
 const ACK_CARRIER_BYTES_PER_PACKET: f64 = 160.0;
-
-/// A packet being built in the caller's buffer.
-pub(super) struct Builder {
-    pub(super) idx: usize,
-    pub(super) pn: u64,
-    pub(super) limit: usize,
-    pub(super) frames: FrameRecords,
-    pub(super) ack_eliciting: bool,
-    pub(super) mtu_probe: bool,
-}
 
 impl Session {
     /// The next datagram to send, written to `buf`; None when nothing is to be sent now
@@ -91,24 +82,12 @@ impl Session {
             .or_else(|| self.poll_keepalive(now, buf))
     }
 
+    /// Starts a packet on path `idx` (see [`Builder::start`]).
     pub(super) fn start(&mut self, idx: usize, buf: &mut Vec<u8>) -> Builder {
-        let path = &mut self.paths[idx];
-        let pn = path.take_pn();
-        buf.clear();
-        buf.resize(DATA_HEADER_LEN, 0);
-        // The key phase is written when the packet is sealed.
-        DataHeader { session_id: self.remote_id, path_id: path.id, truncated_pn: pn as u32, key_phase: 0 }
-            .write(buf);
-        Builder {
-            idx,
-            pn,
-            limit: path.mtu - TAG_LEN,
-            frames: SmallVec::new(),
-            ack_eliciting: false,
-            mtu_probe: false,
-        }
+        Builder::start(idx, &mut self.paths[idx], self.remote_id, buf)
     }
 
+    /// Seals `b` and records it on its path (see [`Builder::seal_and_record`]).
     pub(super) fn seal_and_record(
         &mut self,
         now: Timestamp,
@@ -118,30 +97,9 @@ impl Session {
     ) -> Transmit {
         let grace = self.key_grace();
         let keys = self.keys.as_mut().expect("established sessions have keys");
-        let path = &mut self.paths[b.idx];
-        keys.seal(now, grace, path.id, b.pn, buf, DATA_HEADER_LEN);
-        let size = buf.len();
-        let sent = SentPacket {
-            pn: b.pn,
-            sent_time: now,
-            size: size as u32,
-            ack_eliciting: b.ack_eliciting,
-            in_flight: b.ack_eliciting && !b.mtu_probe,
-            requeued: false,
-            mtu_probe: b.mtu_probe,
-            rate: Default::default(),
-            frames: b.frames,
-        };
-        if sent.ack_eliciting {
-            path.on_packet_sent(sent);
-        } else {
-            // ACK-only packets are not tracked: nothing in them needs recovery.
-            path.stats.bytes_sent += size as u64;
-            path.stats.packets_sent += 1;
-            path.last_sent = Some(now);
-        }
         self.stats.packets_sent += 1;
-        Transmit { path: path.id, destination: destination.unwrap_or(path.remote), source: path.local, size }
+        let path = &mut self.paths[b.idx];
+        b.seal_and_record(now, keys, grace, path, buf, destination)
     }
 
     /// Appends ACK frames for the paths whose ACKs this packet's path carries (itself, and
@@ -181,7 +139,7 @@ impl Session {
         all_pending: bool,
         copy: bool,
     ) -> bool {
-        let room = b.limit.saturating_sub(buf.len());
+        let room = b.room(buf);
         if room < 32 {
             return false;
         }
@@ -213,7 +171,7 @@ impl Session {
         if !copy {
             self.write_report_of(i, now, b, buf);
         }
-        let room = b.limit.saturating_sub(buf.len());
+        let room = b.room(buf);
         let max_ranges = max_ranges.min(((room.saturating_sub(24)) / 16).max(1));
         let received = &mut self.paths[i].received;
         encode::ack(buf, id, received.ack_delay(now), received.ack_ranges().take(max_ranges));
@@ -726,7 +684,7 @@ impl Session {
         self.write_acks(now, &mut b, buf, true);
         self.write_control(&mut b, buf);
         loop {
-            let room = b.limit.saturating_sub(buf.len());
+            let room = b.room(buf);
             if room < MIN_FRAME_ROOM {
                 break;
             }
@@ -785,7 +743,7 @@ impl Session {
         buf: &mut Vec<u8>,
         d: &OutgoingDatagram,
     ) -> bool {
-        let room = b.limit.saturating_sub(buf.len());
+        let room = b.room(buf);
         let deadline_us = d.deadline.map(|t| (t - now).as_micros() as u64);
         if encode::datagram_len(d.seq, deadline_us, d.data.len()) > room {
             return false;
@@ -800,7 +758,7 @@ impl Session {
 
     /// Appends one STREAM frame (and STREAM_OPEN if due). False when nothing fitted.
     fn write_stream(&mut self, b: &mut Builder, class: u8, buf: &mut Vec<u8>) -> bool {
-        let room = b.limit.saturating_sub(buf.len());
+        let room = b.room(buf);
         let Some((id, chunk, announce)) = self.streams.next_chunk(room, only(class)) else {
             return false;
         };
@@ -810,7 +768,7 @@ impl Session {
             b.ack_eliciting = true;
         }
         let Some(chunk) = chunk else { return true };
-        let room = b.limit.saturating_sub(buf.len());
+        let room = b.room(buf);
         let with_len = encode::stream_header_len(id, chunk.offset, Some(chunk.len)) + chunk.len;
         encode::stream_header(buf, id, chunk.offset, chunk.fin, (with_len <= room).then_some(chunk.len));
         self.streams.copy_range(id, chunk.offset, chunk.len, buf);
