@@ -92,7 +92,7 @@ impl Session {
             SentFrame::Stream { offset, .. } => critical && offset < first,
             // A class the `redundant` scheduler serves is copied already.
             SentFrame::Datagram { class } => {
-                let kind = self.class_kinds.get(&class).copied().unwrap_or(self.scheduler_kind);
+                let kind = self.schedulers.kind_of(class);
                 self.config.class(class).duplicate && !matches!(kind, crate::scheduler::Kind::Redundant(_))
             }
             SentFrame::Ack { .. } => false,
@@ -133,6 +133,24 @@ impl Session {
             return;
         }
         self.pin(to, Pinned::Copy { payload, frames, expires });
+    }
+
+    /// Queues a copy of a packet's plaintext frames `payload` on each path in `copies` (the
+    /// `redundant` scheduler's choice); the last takes the original, the others a clone.
+    pub(super) fn copy_to(
+        &mut self,
+        copies: &[usize],
+        payload: Vec<u8>,
+        frames: FrameRecords,
+        expires: Option<Timestamp>,
+    ) {
+        let Some((&last, others)) = copies.split_last() else { return };
+        for &c in others {
+            let id = self.paths[c].id;
+            self.pin(id, Pinned::Copy { payload: payload.clone(), frames: frames.clone(), expires });
+        }
+        let id = self.paths[last].id;
+        self.pin(id, Pinned::Copy { payload, frames, expires });
     }
 
     /// Copies made by selective redundancy and their bytes on the wire.

@@ -37,10 +37,7 @@ impl Session {
         self.size_receive_windows(now);
         let classes = self.class_views(now);
         if !classes.is_empty() {
-            self.scheduler.on_classes(now, &classes);
-            for (_, s) in &mut self.class_schedulers {
-                s.on_classes(now, &classes);
-            }
+            self.schedulers.on_classes(now, &classes);
         }
         // Repeated packet pairs only while the session carries data: an idle session (a phone
         // on a metered link) costs its keepalives and nothing more.

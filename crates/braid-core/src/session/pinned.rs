@@ -2,8 +2,9 @@
 //! soon as that path can send; a path that can no longer send gives its datagrams back to
 //! their class queues.
 
+use super::builder::Transmit;
 use super::path_queues::Pinned;
-use super::{Session, Transmit};
+use super::Session;
 use crate::path::sent::FrameRecords;
 use crate::path::sent::SentFrame;
 use crate::path::PathId;
