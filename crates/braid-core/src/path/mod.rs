@@ -392,7 +392,7 @@ impl Path {
         } else {
             Duration::ZERO
         };
-        (3 * self.rtt.smoothed()).max(Duration::from_millis(200)) + transmit
+        (3 * self.rtt.smoothed()).max(crate::timing::SILENCE_MIN) + transmit
     }
 
     /// When the path will count as silent, if it has ack-eliciting data outstanding.

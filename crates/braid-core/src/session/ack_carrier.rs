@@ -19,7 +19,7 @@ const ACK_CARRIER_BYTES_PER_PACKET: f64 = 160.0;
 
 /// How often a path that only carries ACKs sends an ack-eliciting one.
 pub(super) fn liveness(path: &Path) -> Duration {
-    path.rtt.smoothed().max(super::timing::LIVENESS_MIN)
+    path.rtt.smoothed().max(crate::timing::LIVENESS_MIN)
 }
 
 /// The ACK-carrier policy and the Offloader's credit on the secondary path.

@@ -8,7 +8,6 @@ use crate::path::PathState;
 use crate::time::Timestamp;
 use crate::wire::frame::encode;
 use std::collections::BTreeSet;
-use std::time::Duration;
 
 impl Session {
     /// Closes the session: CLOSE is sent on every path, then the session ends.
@@ -19,7 +18,7 @@ impl Session {
             State::Established => {
                 self.close_frame = Some((code, reason.to_owned(), BTreeSet::new()));
                 let pto = self.paths.iter().map(|p| p.rtt.pto_base(self.config.max_ack_delay)).max();
-                self.state = State::Closing { until: now + 3 * pto.unwrap_or(Duration::from_secs(1)) };
+                self.state = State::Closing { until: now + 3 * pto.unwrap_or(crate::timing::CLOSING_PTO) };
                 self.closed_reason = Some(CloseReason::LocalClosed { code });
             }
         }

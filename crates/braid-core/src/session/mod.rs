@@ -312,7 +312,7 @@ impl Session {
     /// three times the PTO; here the largest PTO of the paths, at least 1 s, at most 10 s).
     pub(crate) fn key_grace(&self) -> Duration {
         let pto = self.paths.iter().map(|p| p.rtt.pto_base(self.config.max_ack_delay)).max();
-        (3 * pto.unwrap_or(Duration::ZERO)).clamp(Duration::from_secs(1), Duration::from_secs(10))
+        (3 * pto.unwrap_or(Duration::ZERO)).clamp(crate::timing::KEY_GRACE_MIN, crate::timing::KEY_GRACE_MAX)
     }
 
     /// Generation of the packet keys in use (0 after the handshake; grows with each key

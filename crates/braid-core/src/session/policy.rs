@@ -3,13 +3,13 @@
 //! run the scheduler, classes and path limits the client chose. Also where secondary-tier
 //! paths are engaged.
 
-use super::timing::{SECONDARY_HOLD, SECONDARY_SATURATION};
 use super::{Session, Side};
 use crate::config::TrafficClass;
 use crate::path::{Path, PathId};
 use crate::policy::{PathLimits, Policy};
 use crate::scheduler::Kind;
 use crate::time::Timestamp;
+use crate::timing::{SECONDARY_HOLD, SECONDARY_SATURATION};
 use crate::wire::PathStatusKind;
 use std::sync::Arc;
 

@@ -107,7 +107,8 @@ impl Session {
     }
 
     pub(super) fn challenge_timeout(&self, idx: usize, tries: u32) -> Duration {
-        let base = self.paths[idx].rtt.pto_base(self.config.max_ack_delay).max(Duration::from_millis(200));
+        let base =
+            self.paths[idx].rtt.pto_base(self.config.max_ack_delay).max(crate::timing::CHALLENGE_RESEND_MIN);
         base * (1 << tries.saturating_sub(1).min(6))
     }
 }

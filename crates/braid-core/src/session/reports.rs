@@ -11,10 +11,8 @@ use crate::path::peer_report::ReportCounters;
 use crate::path::Path;
 use crate::time::Timestamp;
 use crate::wire::frame::encode;
-use std::time::Duration;
 
-/// How often a path's report is repeated while packets arrive on it.
-pub const REPORT_INTERVAL: Duration = Duration::from_millis(250);
+pub use crate::timing::REPORT_INTERVAL;
 /// Room an ACK frame needs after the report (what `write_ack_of` asks for).
 const ACK_ROOM: usize = 32;
 
