@@ -66,6 +66,7 @@ pub mod session;
 pub mod side;
 pub mod stream;
 pub mod time;
+pub mod timing;
 pub mod units;
 pub mod wire;
 

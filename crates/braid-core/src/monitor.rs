@@ -19,6 +19,7 @@
 
 use crate::path::rtt::RttEstimator;
 use crate::time::Timestamp;
+use crate::timing::{PAIR_MAX_INTERVAL, PAIR_MIN_INTERVAL, PAIR_TIMEOUT, QUEUE_SLACK_MIN, RATE_WINDOW};
 use std::time::Duration;
 
 /// Weight of one packet in the long loss average (about the last 256 packets).
@@ -27,14 +28,8 @@ const LOSS_EWMA: f64 = 1.0 / 256.0;
 const RECENT_LOSS_EWMA: f64 = 1.0 / 32.0;
 /// RTT samples looked at for a growing trend (seed 001 §4.3; the digest's A6 reading: 8).
 const TREND_SAMPLES: usize = 8;
-/// Delivery-rate samples are kept this long for the capacity estimate.
-const RATE_WINDOW: Duration = Duration::from_secs(2);
-/// A packet pair is repeated on a path that is not saturated at most this often…
-const PAIR_MIN_INTERVAL: Duration = Duration::from_secs(2);
-/// …and no more often than keeps its cost under this share of the path's capacity.
+/// A packet pair is repeated no more often than keeps its cost under this share of the path's capacity.
 const PAIR_MAX_SHARE: f64 = 0.02;
-/// A pair whose timing has not come back after this long is abandoned.
-const PAIR_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A path's state as the monitor reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -237,7 +232,7 @@ impl Monitor {
         let interval = if self.packet_pair.is_none() {
             PAIR_MIN_INTERVAL
         } else {
-            PAIR_MIN_INTERVAL.max(cost).min(Duration::from_secs(600))
+            PAIR_MIN_INTERVAL.max(cost).min(PAIR_MAX_INTERVAL)
         };
         if self.pair_sent.is_none_or(|t| now >= t + interval) {
             self.pair_due = 2;
@@ -334,7 +329,7 @@ impl Monitor {
         if !rtt.has_sample() {
             return false;
         }
-        let slack = (rtt.min() / 8).max(Duration::from_millis(2)) + 4 * self.jitter;
+        let slack = (rtt.min() / 8).max(QUEUE_SLACK_MIN) + 4 * self.jitter;
         rtt.latest() <= rtt.min() + slack && !self.rtt_trend(slack / 2)
     }
 

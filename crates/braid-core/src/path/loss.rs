@@ -14,11 +14,7 @@ use std::time::Duration;
 const PACKET_THRESHOLD: u64 = 3;
 /// RFC 9002 §7.6.1: "kPersistentCongestionThreshold = 3".
 const PERSISTENT_CONGESTION_THRESHOLD: u32 = 3;
-/// A suspect path is probed at least this often, so a restored link is noticed quickly: a
-/// restored link waits on average half of this before carrying data again (with 1 s the
-/// lab's cut scenario took 1.06–1.17 s to get back to full rate). A probe is one small
-/// packet, so a dead link costs 4 packets a second.
-pub const MAX_PROBE_INTERVAL: Duration = Duration::from_millis(250);
+pub use crate::timing::MAX_PROBE_INTERVAL;
 
 /// Unanswered probes after which a suspect path is taken for an outage: from then on, a
 /// packet from the peer on it is answered with a probe at once (the link is back). Shorter

@@ -392,7 +392,7 @@ impl Path {
         } else {
             Duration::ZERO
         };
-        (3 * self.rtt.smoothed()).max(Duration::from_millis(200)) + transmit
+        (3 * self.rtt.smoothed()).max(crate::timing::SILENCE_MIN) + transmit
     }
 
     /// When the path will count as silent, if it has ack-eliciting data outstanding.
@@ -400,7 +400,7 @@ impl Path {
         if self.state != PathState::Active {
             return None;
         }
-        let oldest = self.sent.iter().find(|p| p.ack_eliciting && !p.requeued)?.sent_time;
+        let oldest = self.sent.oldest_live()?.sent_time;
         let since = self.last_ack.map_or(oldest, |a| a.max(oldest));
         Some(since + self.silence_threshold())
     }

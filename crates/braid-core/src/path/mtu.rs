@@ -15,7 +15,6 @@
 
 use crate::time::Timestamp;
 use crate::wire::MIN_DATAGRAM;
-use std::time::Duration;
 
 /// The size every validated path carries (UDP payload bytes).
 pub const BASE: usize = MIN_DATAGRAM;
@@ -25,10 +24,7 @@ pub const BLACK_HOLE_LOSSES: u32 = 3;
 pub const PROBE_TRIES: u32 = 2;
 /// The search stops when what works and what failed are closer than this.
 pub const SEARCH_STEP: usize = 16;
-/// How long a size below the maximum stands before the search is tried again (RFC 8899
-/// §5.1.1: "The PMTU_RAISE_TIMER is configured to the period a sender will continue to use
-/// the current PLPMTU, after which it reenters the Search Phase … 600 seconds").
-pub const RAISE_INTERVAL: Duration = Duration::from_secs(600);
+pub use crate::timing::RAISE_INTERVAL;
 
 /// Path MTU state of one path.
 #[derive(Debug, Clone)]
@@ -151,6 +147,7 @@ impl MtuDiscovery {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     const T0: Timestamp = Timestamp::ZERO;
 

@@ -4,13 +4,9 @@
 //! verdict.
 
 use crate::time::Timestamp;
-use std::time::Duration;
 
-/// A report older than this no longer stands for the path (four report intervals).
-pub const REPORT_FRESH: Duration = Duration::from_secs(1);
-/// The reported loss is counted over the reports of about this long (a packet the peer first
-/// counted missing and then received late cancels out within it).
-const LOSS_WINDOW: Duration = Duration::from_secs(2);
+pub use crate::timing::REPORT_FRESH;
+use crate::timing::REPORT_LOSS_WINDOW as LOSS_WINDOW;
 /// Reports kept for the loss window at most.
 const MAX_KEPT: usize = 64;
 
@@ -108,6 +104,7 @@ impl PeerReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn ms(n: u64) -> Timestamp {
         Timestamp::from_nanos(n * 1_000_000)

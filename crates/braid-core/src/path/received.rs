@@ -11,8 +11,7 @@ const MAX_RANGES: usize = 32;
 /// RFC 9000 §13.2.2: "an ACK frame SHOULD be sent after receiving at least two ack-eliciting
 /// packets".
 const ACK_ELICITING_THRESHOLD: u32 = 2;
-/// The packet arrival rate is counted over intervals of this length.
-const RATE_INTERVAL: Duration = Duration::from_millis(200);
+use crate::timing::{RATE_INTERVAL, RATE_STALE};
 
 /// Receive state of one path.
 #[derive(Debug, Default)]
@@ -99,7 +98,7 @@ impl Received {
     /// has been silent for a second): what its ACKs cost the path that carries them.
     pub fn packet_rate(&self, now: Timestamp) -> f64 {
         match self.interval {
-            Some((start, _)) if now.saturating_since(start) < Duration::from_secs(1) => self.packet_rate,
+            Some((start, _)) if now.saturating_since(start) < RATE_STALE => self.packet_rate,
             _ => 0.0,
         }
     }

@@ -3,11 +3,7 @@
 use smallvec::SmallVec;
 use std::time::Duration;
 
-/// RFC 9002 §6.2.2: "When no previous RTT is available, the initial RTT SHOULD be set to 333
-/// milliseconds."
-pub const INITIAL_RTT: Duration = Duration::from_millis(333);
-/// RFC 9002 kGranularity.
-pub const GRANULARITY: Duration = Duration::from_millis(1);
+pub use crate::timing::{GRANULARITY, INITIAL_RTT};
 
 /// Smoothed RTT, variance, minimum and latest sample of one path.
 #[derive(Debug, Clone)]

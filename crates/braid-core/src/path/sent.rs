@@ -69,6 +69,9 @@ pub struct SentPackets {
     base: u64,
     slots: VecDeque<Option<SentPacket>>,
     len: usize,
+    /// Every packet below this number was stranded (`requeued`) when its path went silent;
+    /// none above it was: the oldest live packet is looked for from here, not from the front.
+    stranded_below: u64,
 }
 
 impl SentPackets {
@@ -115,6 +118,19 @@ impl SentPackets {
     /// Mutable access in packet-number order.
     pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut SentPacket> {
         self.slots.iter_mut().flatten()
+    }
+
+    /// Every packet outstanding now has been stranded (marked `requeued`) by the caller.
+    pub fn note_stranded(&mut self) {
+        self.stranded_below = self.base + self.slots.len() as u64;
+    }
+
+    /// The oldest ack-eliciting packet that was not stranded (what a path's silence is timed
+    /// from): found from [`SentPackets::note_stranded`]'s mark, so the stranded packets before
+    /// it are not walked on every `poll_timeout`.
+    pub fn oldest_live(&self) -> Option<&SentPacket> {
+        let from = self.stranded_below.saturating_sub(self.base).min(self.slots.len() as u64);
+        self.slots.range(from as usize..).flatten().find(|p| p.ack_eliciting)
     }
 
     /// The lowest outstanding packet number, if any.
@@ -168,6 +184,28 @@ mod tests {
         assert!(s.remove(3).is_none());
         assert_eq!(s.pns_in(7, 100).collect::<Vec<_>>(), vec![7]);
         assert_eq!(s.pns_in(9, 2).count(), 0);
+    }
+
+    #[test]
+    fn the_oldest_live_packet_skips_stranded_ones() {
+        let mut s = SentPackets::default();
+        for pn in [3, 4, 5] {
+            s.insert(pkt(pn));
+        }
+        assert_eq!(s.oldest_live().map(|p| p.pn), Some(3));
+        for p in s.iter_mut() {
+            p.requeued = true;
+        }
+        s.note_stranded();
+        assert!(s.oldest_live().is_none(), "all stranded");
+        s.insert(pkt(6));
+        s.insert(pkt(7));
+        assert_eq!(s.oldest_live().map(|p| p.pn), Some(6));
+        // Acknowledging the stranded ones moves the front past the mark.
+        for pn in [3, 4, 5, 6] {
+            s.remove(pn);
+        }
+        assert_eq!(s.oldest_live().map(|p| p.pn), Some(7));
     }
 
     /// Regression: a range entirely below the oldest outstanding packet acknowledged that

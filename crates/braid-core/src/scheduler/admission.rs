@@ -47,8 +47,7 @@ pub const MIN_SAMPLES: u64 = 100;
 pub const READMIT_MARGIN: f64 = 0.75;
 /// …and when it raises the group's bound by this factor.
 pub const READMIT_GAIN: f64 = 1.02;
-/// A path's admission changes at most this often.
-pub const HOLD: Duration = Duration::from_secs(2);
+pub use crate::timing::ADMISSION_HOLD as HOLD;
 
 /// What admission knows about a path.
 #[derive(Debug, Clone, PartialEq)]

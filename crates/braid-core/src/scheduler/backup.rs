@@ -6,10 +6,8 @@
 use super::{eligible_for, fastest_ready, wait_for, Decision, PacketInfo, PathView, Scheduler};
 use crate::time::Timestamp;
 use crate::wire::PathStatusKind;
-use std::time::Duration;
 
-/// Backlog, in time at the active paths' rates, beyond which they count as saturated.
-pub const SATURATION: Duration = Duration::from_millis(50);
+pub use crate::timing::BACKUP_SATURATION as SATURATION;
 
 /// The backup-aware scheduler.
 #[derive(Debug, Default, Clone)]

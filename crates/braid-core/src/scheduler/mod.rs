@@ -224,15 +224,14 @@ pub fn eligible(paths: &[PathView]) -> impl Iterator<Item = &PathView> {
 /// admission does not apply ([`usable_for_data`]). Admission protects the goodput of reliable
 /// transfers (seeds 000 and 002 reason about TCP); a datagram flow only gains capacity from
 /// another path, and its loss per path is what the priority-aware schedulers weigh.
+/// (One iterator type for both, so nothing is boxed: it runs for every packet.)
 pub fn eligible_for<'a>(
     paths: &'a [PathView],
     packet: &PacketInfo,
-) -> Box<dyn Iterator<Item = &'a PathView> + 'a> {
-    if packet.datagram {
-        Box::new(usable_for_data(paths))
-    } else {
-        Box::new(eligible(paths))
-    }
+) -> impl Iterator<Item = &'a PathView> + 'a {
+    let datagram = packet.datagram;
+    let any_admitted = !datagram && paths.iter().any(|p| p.carries_data() && p.admitted);
+    usable_for_data(paths).filter(move |p| datagram || p.admitted || !any_admitted)
 }
 
 /// Like [`eligible`] but ignoring admission: schedulers that choose their own subset of paths

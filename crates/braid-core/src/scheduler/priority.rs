@@ -32,10 +32,8 @@ use super::{striped, usable_for_data, wait_for, ClassView, Decision, PacketInfo,
 use crate::path::PathId;
 use crate::time::Timestamp;
 use std::collections::BTreeMap;
-use std::time::Duration;
 
-/// How often the allocation is recomputed.
-pub const REALLOCATE: Duration = Duration::from_millis(500);
+pub use crate::timing::REALLOCATE;
 /// Share of a path's effective bandwidth the allocation may use.
 pub const HEADROOM: f64 = 0.9;
 /// Loss difference needed for a path to move ahead of another in the reliability order.

@@ -12,10 +12,8 @@
 use super::{usable_for_data, wait_for, Decision, PacketInfo, PathView, Scheduler};
 use crate::time::Timestamp;
 use smallvec::SmallVec;
-use std::time::Duration;
 
-/// The most a path may have queued (in time at its rate) to be given a copy.
-pub const COPY_BACKLOG: Duration = Duration::from_millis(100);
+pub use crate::timing::COPY_BACKLOG;
 
 /// The redundant scheduler.
 #[derive(Debug, Clone)]

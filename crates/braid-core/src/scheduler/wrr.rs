@@ -24,16 +24,13 @@ use super::{eligible_for, striped, wait_for, Decision, PacketInfo, PathView, Sch
 use crate::path::PathId;
 use crate::time::Timestamp;
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 /// Bytes a path of weight 100 may send per turn: about one packet. The turn is strict and each
 /// path is paced at its rate, so while one path spends its turn the others wait; with five
 /// packets a turn, four equal 115.2 kbit/s links carried 0.51 of their sum (one path sending at
 /// a time, `braid sim` with four `115.2kbit/100ms` links, 60 s), with one packet 0.82.
 const QUANTUM: f64 = 1500.0;
-/// How often automatic weights are recomputed (seed 002 counts bytes "in a specified time
-/// interval"; one second, as the digest's A8 reading).
-pub const REWEIGHT_INTERVAL: Duration = Duration::from_secs(1);
+pub use crate::timing::REWEIGHT_INTERVAL;
 /// EWMA weight of a new capacity measurement.
 const ALPHA: f64 = 0.5;
 /// Loss disparity below which weights follow bandwidth alone (seed 002 rule 1).

@@ -21,17 +21,14 @@
 //! The paper also prefers offloading the ACKs at the start of a window; braid's credit takes
 //! them in arrival order.
 
-use super::Session;
-use crate::path::PathState;
 use crate::time::Timestamp;
-use crate::wire::PathStatusKind;
 
 /// Seed 003 §3.1: "A simple heuristic we use for the offload-ACK threshold is the ssthresh
 /// value [...]. The value is 20 segments in our prototyping."
 pub const WINDOW_GATE_PACKETS: f64 = 20.0;
 /// Share of the secondary's capacity estimate its offloaded ACKs may take; the rest is left
 /// to the secondary's own traffic.
-const CAPACITY_SHARE: f64 = 0.5;
+pub(super) const CAPACITY_SHARE: f64 = 0.5;
 /// What one ACK-only packet costs the secondary on the wire: IP and UDP headers (28), the
 /// packet header and AEAD tag, one ACK frame.
 pub const ACK_PACKET_BYTES: f64 = 90.0;
@@ -96,73 +93,6 @@ impl Credit {
         self.bytes = self.available(now, rate) - wire;
         self.refilled = Some(now);
         self.offloaded += 1;
-    }
-}
-
-impl Session {
-    /// The primary path's secondary and the rate (bytes/s) its credit refills at; None when
-    /// `i` is not the primary (the active path receiving the most packets) or no other path
-    /// is active.
-    fn ack_secondary(&self, i: usize, now: Timestamp) -> Option<(usize, f64)> {
-        let active = |p: &crate::path::Path| p.state == PathState::Active;
-        let mine = self.paths[i].received.packet_rate(now);
-        if !active(&self.paths[i])
-            || self
-                .paths
-                .iter()
-                .enumerate()
-                .any(|(k, p)| k != i && active(p) && p.received.packet_rate(now) > mine)
-        {
-            return None;
-        }
-        let rank =
-            |p: &crate::path::Path| (p.status() == PathStatusKind::Active, p.usable_capacity(now) as u64);
-        let (j, p) = self
-            .paths
-            .iter()
-            .enumerate()
-            .filter(|(k, p)| *k != i && active(p) && p.status() != PathStatusKind::Standby)
-            .max_by_key(|(_, p)| rank(p))?;
-        Some((j, p.usable_capacity(now) * CAPACITY_SHARE))
-    }
-
-    /// Packets one round trip brings on path `i`: what the receiver can see of the sender's
-    /// window.
-    fn packets_per_round_trip(&self, i: usize, now: Timestamp) -> f64 {
-        let p = &self.paths[i];
-        if !p.rtt.has_sample() {
-            return 0.0;
-        }
-        p.received.packet_rate(now) * p.rtt.smoothed().as_secs_f64()
-    }
-
-    /// Where path `i`'s due ACK goes (`AckPath::Secondary`).
-    pub(super) fn ack_route(&self, i: usize, now: Timestamp) -> Route {
-        let Some((j, rate)) = self.ack_secondary(i, now) else {
-            return Route::Default;
-        };
-        let credit = self.ack_credit.covers(now, rate);
-        route(self.packets_per_round_trip(i, now), Some(j), credit, self.paths[i].received.replaceable(now))
-    }
-
-    /// Drops the due ACKs the Offloader can neither place on the secondary nor needs to send
-    /// (replaceable ones), before the next ACK packet is built.
-    pub(super) fn drop_replaceable_acks(&mut self, now: Timestamp) {
-        for i in 0..self.paths.len() {
-            if self.paths[i].received.ack_due(now) && self.ack_route(i, now) == Route::Drop {
-                self.paths[i].received.on_ack_replaced();
-                self.ack_credit.dropped += 1;
-            }
-        }
-    }
-
-    /// An ACK-only packet of `bytes` carrying path `i`'s ACK left on `carrier`: it spends the
-    /// credit when `carrier` is `i`'s secondary.
-    pub(super) fn on_ack_packet_sent(&mut self, i: usize, carrier: usize, bytes: usize, now: Timestamp) {
-        if let Some((j, rate)) = self.ack_secondary(i, now).filter(|(j, _)| *j == carrier && *j != i) {
-            debug_assert_eq!(j, carrier);
-            self.ack_credit.spend(now, rate, bytes);
-        }
     }
 }
 

@@ -11,16 +11,11 @@
 //!   deadline is one that queueing delay hurts (calls, games, DNS). While one has sent in the
 //!   last [`LATENCY_HOLD`], the session bounds every path's queue (issue 11's bufferbloat).
 
-use super::timing::LATENCY_HOLD;
 use crate::config::TrafficClass;
 use crate::time::Timestamp;
+use crate::timing::{CLASS_BURST_TIME as BURST_TIME, CLASS_RATE_AVERAGE as AVERAGE, LATENCY_HOLD};
 use std::collections::BTreeMap;
 use std::time::Duration;
-
-/// The averaging time of the served rate.
-const AVERAGE: Duration = Duration::from_secs(1);
-/// A bucket holds this much time of its rate.
-const BURST_TIME: Duration = Duration::from_millis(20);
 
 #[derive(Debug, Clone, Copy)]
 struct Meter {

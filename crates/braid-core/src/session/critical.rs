@@ -30,7 +30,7 @@
 //! [`SessionConfig::redundancy_share`]: crate::config::SessionConfig::redundancy_share
 //! [`TrafficClass::duplicate`]: crate::config::TrafficClass::duplicate
 
-use super::pinned::Pinned;
+use super::path_queues::Pinned;
 use super::Session;
 use crate::config::Redundancy;
 use crate::path::sent::{FrameRecords, SentFrame};
@@ -92,7 +92,7 @@ impl Session {
             SentFrame::Stream { offset, .. } => critical && offset < first,
             // A class the `redundant` scheduler serves is copied already.
             SentFrame::Datagram { class } => {
-                let kind = self.class_kinds.get(&class).copied().unwrap_or(self.scheduler_kind);
+                let kind = self.schedulers.kind_of(class);
                 self.config.class(class).duplicate && !matches!(kind, crate::scheduler::Kind::Redundant(_))
             }
             SentFrame::Ack { .. } => false,
@@ -111,7 +111,6 @@ impl Session {
         expires: Option<Timestamp>,
     ) {
         let wire = (payload.len() + DATA_OVERHEAD) as u64;
-        let pinned = &self.pinned;
         let Some(to) = self
             .paths
             .iter()
@@ -121,8 +120,7 @@ impl Session {
             })
             .filter(|(_, p)| p.mtu as u64 >= wire)
             .filter(|(_, p)| {
-                let queued: u64 = pinned.get(&p.id).map_or(0, |q| q.iter().map(Pinned::bytes).sum());
-                queued as f64 <= p.usable_capacity(now) * COPY_BACKLOG.as_secs_f64()
+                self.queues.bytes(p.id) as f64 <= p.usable_capacity(now) * COPY_BACKLOG.as_secs_f64()
             })
             .min_by_key(|(_, p)| (p.rtt.smoothed(), p.id))
             .map(|(_, p)| p.id)
@@ -135,6 +133,24 @@ impl Session {
             return;
         }
         self.pin(to, Pinned::Copy { payload, frames, expires });
+    }
+
+    /// Queues a copy of a packet's plaintext frames `payload` on each path in `copies` (the
+    /// `redundant` scheduler's choice); the last takes the original, the others a clone.
+    pub(super) fn copy_to(
+        &mut self,
+        copies: &[usize],
+        payload: Vec<u8>,
+        frames: FrameRecords,
+        expires: Option<Timestamp>,
+    ) {
+        let Some((&last, others)) = copies.split_last() else { return };
+        for &c in others {
+            let id = self.paths[c].id;
+            self.pin(id, Pinned::Copy { payload: payload.clone(), frames: frames.clone(), expires });
+        }
+        let id = self.paths[last].id;
+        self.pin(id, Pinned::Copy { payload, frames, expires });
     }
 
     /// Copies made by selective redundancy and their bytes on the wire.

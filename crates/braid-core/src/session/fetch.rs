@@ -31,7 +31,8 @@
 //! the fetch is just the retransmission on the secondary, and the primary's controller still
 //! sees the loss (`loss_discrimination` is the separate option that keeps its window).
 
-use super::{Session, Transmit};
+use super::builder::Transmit;
+use super::Session;
 use crate::path::sent::SentFrame;
 use crate::path::PathState;
 use crate::time::Timestamp;
@@ -128,7 +129,7 @@ impl Session {
         at: Timestamp,
         bytes: u64,
     ) -> bool {
-        let mut views = std::mem::take(&mut self.views);
+        let mut views = self.schedulers.take_views();
         self.path_views(now, bytes as usize, 0, &mut views);
         let view = |idx: usize| views.iter().find(|v| v.id == self.paths[idx].id);
         let faster = match (view(prim), view(sec)) {
@@ -137,7 +138,7 @@ impl Session {
             }
             _ => false,
         };
-        self.views = views;
+        self.schedulers.put_views(views);
         faster
     }
 

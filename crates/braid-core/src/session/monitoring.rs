@@ -11,12 +11,12 @@
 //! * every 500 ms path admission runs (`scheduler::admission`) and moves paths between active
 //!   and standby, no path more often than every 2 s.
 
-use super::timing::{ADMISSION, HOUSEKEEPING, PAIRS_AFTER_DATA, STANDBY_PROBE};
 use super::Session;
 use crate::path::PathState;
 use crate::scheduler::admission::{self, Candidate};
 use crate::scheduler::ClassView;
 use crate::time::Timestamp;
+use crate::timing::{ADMISSION, HOUSEKEEPING, PAIRS_AFTER_DATA, STANDBY_PROBE, STANDBY_PROBE_MAX};
 use crate::wire::PathStatusKind;
 use std::time::Duration;
 
@@ -37,10 +37,7 @@ impl Session {
         self.size_receive_windows(now);
         let classes = self.class_views(now);
         if !classes.is_empty() {
-            self.scheduler.on_classes(now, &classes);
-            for (_, s) in &mut self.class_schedulers {
-                s.on_classes(now, &classes);
-            }
+            self.schedulers.on_classes(now, &classes);
         }
         // Repeated packet pairs only while the session carries data: an idle session (a phone
         // on a metered link) costs its keepalives and nothing more.
@@ -51,7 +48,7 @@ impl Session {
                 // A path left out by admission is pinged up to five times a second (at most 1 %
                 // of its capacity), so that its loss rate (and re-admission) follows the link.
                 let cost = Duration::from_secs_f64(PING_BYTES / (0.01 * capacity.max(1.0)));
-                let every = STANDBY_PROBE.max(cost).min(Duration::from_secs(5));
+                let every = STANDBY_PROBE.max(cost).min(STANDBY_PROBE_MAX);
                 if !p.admitted && p.last_eliciting_sent.is_none_or(|t| now >= t + every) {
                     p.probes_due = p.probes_due.max(1);
                 }

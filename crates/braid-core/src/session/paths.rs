@@ -190,5 +190,6 @@ fn strand(path: &mut Path) -> Vec<SentFrame> {
         }
         frames.extend(p.frames.iter().filter(|f| !matches!(f, SentFrame::Datagram { .. })).cloned());
     }
+    path.sent.note_stranded();
     frames
 }

@@ -1,97 +1,40 @@
-//! Per-path queues: datagrams a scheduler committed to a path that could not send yet (the
-//! striping schedulers of seed 000, EDPF over per-path queues), and redundant copies. Each
-//! waits for its path's pacer and congestion window; a datagram (or a copy of datagrams) is
-//! dropped there when its deadline passes. When a path goes silent or away, its datagrams go
-//! back to the head of their class queues and its copies are dropped.
+//! Sending from the per-path queues ([`PathQueues`](super::path_queues::PathQueues)): the head of a path's queue leaves as
+//! soon as that path can send; a path that can no longer send gives its datagrams back to
+//! their class queues.
 
-use super::{Session, Transmit};
-use crate::datagram::OutgoingDatagram;
+use super::builder::Transmit;
+use super::path_queues::Pinned;
+use super::Session;
 use crate::path::sent::FrameRecords;
 use crate::path::sent::SentFrame;
 use crate::path::PathId;
 use crate::time::Timestamp;
 use crate::wire::frame::encode;
-use std::collections::VecDeque;
-
-/// Something waiting on one path.
-#[derive(Debug)]
-pub(super) enum Pinned {
-    /// A datagram assigned to this path.
-    Datagram(OutgoingDatagram),
-    /// A redundant copy of a packet sent on another path: its frames, ready to seal.
-    Copy {
-        /// The frames (plaintext payload after the header).
-        payload: Vec<u8>,
-        /// What they carry.
-        frames: FrameRecords,
-        /// Dropped after this time (the earliest deadline of the datagrams in it).
-        expires: Option<Timestamp>,
-    },
-}
-
-impl Pinned {
-    /// Bytes it will occupy on the path.
-    pub(super) fn bytes(&self) -> u64 {
-        match self {
-            Pinned::Datagram(d) => (d.data.len() + crate::datagram::DATAGRAM_OVERHEAD) as u64,
-            Pinned::Copy { payload, .. } => (payload.len() + crate::wire::DATA_OVERHEAD) as u64,
-        }
-    }
-
-    fn expired(&self, now: Timestamp) -> bool {
-        let deadline = match self {
-            Pinned::Datagram(d) => d.deadline,
-            Pinned::Copy { expires, .. } => *expires,
-        };
-        deadline.is_some_and(|t| t <= now)
-    }
-}
 
 impl Session {
     /// Queues `item` on path `id`; the oldest item goes when the queue holds as many as the
     /// datagram queue limit.
     pub(super) fn pin(&mut self, id: PathId, item: Pinned) {
-        let limit = self.config.datagram_queue;
-        let q = self.pinned.entry(id).or_default();
-        q.push_back(item);
-        if q.len() > limit {
-            if let Some(Pinned::Datagram(d)) = q.pop_front() {
-                self.datagrams.stats.entry(d.class).or_default().overflowed += 1;
-            }
+        if let Some(Pinned::Datagram(d)) = self.queues.push(id, item, self.config.datagram_queue) {
+            self.datagrams.stats.entry(d.class).or_default().overflowed += 1;
         }
     }
 
     /// Drops what waited past its deadline, counting datagrams as expired.
-    pub(super) fn expire_pinned(&mut self, now: Timestamp) {
-        for (id, q) in self.pinned.iter_mut() {
-            let before = q.len();
-            let mut gone: Vec<u8> = Vec::new();
-            q.retain(|item| {
-                let e = item.expired(now);
-                if e {
-                    if let Pinned::Datagram(d) = item {
-                        gone.push(d.class);
-                    }
-                }
-                !e
-            });
-            if q.len() == before {
-                continue;
+    fn expire_pinned(&mut self, now: Timestamp) {
+        let (datagrams, paths) = (&mut self.datagrams, &mut self.paths);
+        self.queues.expire(now, |id, class| {
+            datagrams.count_expired(class);
+            if let Some(p) = paths.iter_mut().find(|p| p.id == id) {
+                p.stats.datagrams_expired += 1;
             }
-            for class in &gone {
-                self.datagrams.count_expired(*class);
-            }
-            if let Some(p) = self.paths.iter_mut().find(|p| p.id == *id) {
-                p.stats.datagrams_expired += gone.len() as u64;
-            }
-        }
-        self.pinned.retain(|_, q| !q.is_empty());
+        });
     }
 
     /// Path `id` can no longer send: its datagrams go back to their class queues (in order),
     /// its copies are dropped.
     pub(super) fn unpin_path(&mut self, id: PathId) {
-        let Some(q) = self.pinned.remove(&id) else { return };
+        let Some(q) = self.queues.drain_path(id) else { return };
         for item in q.into_iter().rev() {
             if let Pinned::Datagram(d) = item {
                 self.datagrams.push_front(d);
@@ -119,12 +62,13 @@ impl Session {
 
     /// Sends the head of a path queue whose path can send now.
     pub(super) fn poll_pinned(&mut self, now: Timestamp, buf: &mut Vec<u8>) -> Option<Transmit> {
-        if self.pinned.is_empty() {
+        if self.queues.is_empty() {
             return None;
         }
         self.expire_pinned(now);
-        let ids: Vec<PathId> = self.pinned.keys().copied().collect();
-        for id in ids {
+        let mut cursor = None;
+        while let Some(id) = self.queues.next_path(cursor) {
+            cursor = Some(id);
             let Some(idx) = self.paths.iter().position(|p| p.id == id) else {
                 // The path is gone: put its datagrams back.
                 self.unpin_path(id);
@@ -133,15 +77,14 @@ impl Session {
             if !self.paths[idx].is_usable() {
                 continue;
             }
-            let bytes = self.pinned.get(&id).and_then(VecDeque::front).map_or(0, Pinned::bytes);
+            let bytes = self.queues.front_bytes(id);
             if self.paths[idx].ready_at(now, bytes).is_none_or(|t| t > now) {
                 continue;
             }
-            let head = self.pinned.get_mut(&id).and_then(VecDeque::pop_front)?;
+            let head = self.queues.pop_front(id)?;
             if let Pinned::Copy { frames, .. } = &head {
                 if self.copy_is_stale(frames) {
                     // Every stream byte it carries has arrived through another copy.
-                    self.pinned.retain(|_, q| !q.is_empty());
                     return self.poll_pinned(now, buf);
                 }
             }
@@ -166,7 +109,7 @@ impl Session {
                         } else {
                             if b.frames.iter().any(|f| matches!(f, SentFrame::Datagram { .. })) {
                                 // Does not fit next to the others: it leads the next packet.
-                                self.pinned.entry(id).or_default().push_front(Pinned::Datagram(d));
+                                self.queues.push_front(id, Pinned::Datagram(d));
                             } else {
                                 // Only acknowledgements took the room: drop it (cannot happen
                                 // with datagrams no larger than `max_datagram_payload`).
@@ -174,11 +117,9 @@ impl Session {
                             }
                             break;
                         }
-                        if let Some(q) = self.pinned.get_mut(&id) {
-                            if matches!(q.front(), Some(Pinned::Datagram(_))) {
-                                if let Some(Pinned::Datagram(d)) = q.pop_front() {
-                                    next = Some(d);
-                                }
+                        if self.queues.front_is_datagram(id) {
+                            if let Some(Pinned::Datagram(d)) = self.queues.pop_front(id) {
+                                next = Some(d);
                             }
                         }
                     }
@@ -197,7 +138,6 @@ impl Session {
                     t
                 }
             };
-            self.pinned.retain(|_, q| !q.is_empty());
             self.last_data_sent = Some(now);
             return Some(t);
         }

@@ -3,13 +3,13 @@
 //! run the scheduler, classes and path limits the client chose. Also where secondary-tier
 //! paths are engaged.
 
-use super::timing::{SECONDARY_HOLD, SECONDARY_SATURATION};
 use super::{Session, Side};
 use crate::config::TrafficClass;
 use crate::path::{Path, PathId};
 use crate::policy::{PathLimits, Policy};
 use crate::scheduler::Kind;
 use crate::time::Timestamp;
+use crate::timing::{SECONDARY_HOLD, SECONDARY_SATURATION};
 use crate::wire::PathStatusKind;
 use std::sync::Arc;
 
@@ -43,7 +43,7 @@ impl Session {
     /// The policy in force: the session's scheduler, classes, admission and path limits.
     pub fn policy(&self) -> Policy {
         Policy {
-            scheduler: self.scheduler_kind,
+            scheduler: self.schedulers.kind(),
             admission: self.config.path_admission,
             classes: self.config.classes.clone(),
             paths: self
@@ -122,7 +122,7 @@ impl Session {
     }
 
     fn apply_policy(&mut self, now: Timestamp, p: &Policy) {
-        if self.scheduler_kind != p.scheduler {
+        if self.schedulers.kind() != p.scheduler {
             self.set_scheduler(p.scheduler);
         }
         let old: Vec<u8> =

@@ -4,17 +4,15 @@
 //! follows a gap, so that the sender holds seed 001's inter-arrival verdict when that ACK makes
 //! it declare the loss.
 
-use super::send::Builder;
+use super::builder::Builder;
 use super::Session;
 use crate::path::judge::LossJudge;
 use crate::path::peer_report::ReportCounters;
 use crate::path::Path;
 use crate::time::Timestamp;
 use crate::wire::frame::encode;
-use std::time::Duration;
 
-/// How often a path's report is repeated while packets arrive on it.
-pub const REPORT_INTERVAL: Duration = Duration::from_millis(250);
+pub use crate::timing::REPORT_INTERVAL;
 /// Room an ACK frame needs after the report (what `write_ack_of` asks for).
 const ACK_ROOM: usize = 32;
 
@@ -26,8 +24,7 @@ impl Session {
 
     /// Writes path `i`'s PATH_REPORT when one is due and there is room for it and the ACK.
     pub(super) fn write_report_of(&mut self, i: usize, now: Timestamp, b: &Builder, buf: &mut Vec<u8>) {
-        if !self.sends_reports() || b.limit.saturating_sub(buf.len()) < encode::PATH_REPORT_MAX_LEN + ACK_ROOM
-        {
+        if !self.sends_reports() || b.room(buf) < encode::PATH_REPORT_MAX_LEN + ACK_ROOM {
             return;
         }
         let p = &mut self.paths[i];

@@ -16,10 +16,10 @@
 //!
 //! `poll_timeout` is the minimum of the table; `handle_timeout` acts on every expired entry.
 
-use super::timing::VALIDATION_TIMEOUT;
 use super::{CloseReason, Session, State};
 use crate::path::{PathId, PathState};
 use crate::time::Timestamp;
+use crate::timing::VALIDATION_TIMEOUT;
 use crate::wire::MIN_PROBE_BUDGET;
 
 /// A named timer.

@@ -1,0 +1,107 @@
+//! What the status API shows about a path: [`PathInfo`], a snapshot of its state, estimates
+//! and counters.
+
+use super::Session;
+use crate::monitor::MonitorState;
+use crate::path::{PathId, PathState, PathStats};
+use crate::wire::PathStatusKind;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+impl Session {
+    /// A snapshot of one path for status output.
+    pub fn path_info(&self, id: PathId) -> Option<PathInfo> {
+        let p = self.path(id)?;
+        Some(PathInfo {
+            id,
+            local: p.local,
+            remote: p.remote,
+            state: p.state,
+            status: p.status(),
+            srtt: p.rtt.smoothed(),
+            min_rtt: p.rtt.min(),
+            rttvar: p.rtt.var(),
+            cwnd: p.cc.window(),
+            in_flight: p.in_flight,
+            pacing_rate: p.pacer.rate(),
+            delivery_rate: p.monitor.delivery_rate,
+            loss_rate: p.monitor.loss_rate,
+            jitter: p.monitor.jitter,
+            congestion: p.cc.name(),
+            stats: p.stats.clone(),
+            monitor_state: p.monitor_state(),
+            capacity: p.capacity(self.last_activity),
+            packet_pair: p.monitor.packet_pair.map(|(r, _)| r),
+            impairment_loss: p.monitor.impairment_loss,
+            random_losses: p.monitor.random_losses,
+            congestion_losses: p.monitor.congestion_losses,
+            reported_loss: (p.peer.packets > 0).then_some(p.peer.loss),
+            admitted: p.admitted,
+            mtu: p.mtu,
+            mtu_black_holes: p.pmtu.black_holes,
+            weight: p.weight,
+            max_rate: p.max_rate,
+        })
+    }
+}
+
+/// What the status API shows about a path.
+#[derive(Debug, Clone)]
+pub struct PathInfo {
+    /// Path id.
+    pub id: PathId,
+    /// Local address.
+    pub local: Option<SocketAddr>,
+    /// Peer address.
+    pub remote: SocketAddr,
+    /// Life-cycle state.
+    pub state: PathState,
+    /// Usage status.
+    pub status: PathStatusKind,
+    /// Smoothed RTT.
+    pub srtt: Duration,
+    /// Minimum RTT.
+    pub min_rtt: Duration,
+    /// RTT variation.
+    pub rttvar: Duration,
+    /// Congestion window.
+    pub cwnd: u64,
+    /// Bytes in flight.
+    pub in_flight: u64,
+    /// Pacing rate, bytes/s.
+    pub pacing_rate: f64,
+    /// Latest delivery rate, bytes/s.
+    pub delivery_rate: f64,
+    /// Smoothed loss fraction.
+    pub loss_rate: f64,
+    /// RTT jitter.
+    pub jitter: Duration,
+    /// Congestion controller name.
+    pub congestion: &'static str,
+    /// Counters.
+    pub stats: PathStats,
+    /// State as the path monitor reports it (probing, active, standby, suspect, down).
+    pub monitor_state: MonitorState,
+    /// Capacity estimate, bytes/s (saturated delivery rate or packet pair).
+    pub capacity: f64,
+    /// Latest packet-pair estimate, bytes/s.
+    pub packet_pair: Option<f64>,
+    /// Loss fraction due to the link itself (losses without a queue).
+    pub impairment_loss: f64,
+    /// Loss events classed as random.
+    pub random_losses: u64,
+    /// Loss events classed as congestion.
+    pub congestion_losses: u64,
+    /// Loss fraction the peer reported in PATH_REPORT (the two-sided monitor), if it did.
+    pub reported_loss: Option<f64>,
+    /// Path admission's verdict (false: kept in standby).
+    pub admitted: bool,
+    /// Maximum UDP payload the path carries now (lowered when a black hole was found).
+    pub mtu: usize,
+    /// Path MTU black holes detected (see `path::mtu`).
+    pub mtu_black_holes: u32,
+    /// Weighted-round-robin weight (None: automatic).
+    pub weight: Option<u32>,
+    /// Rate cap, bytes/s (None: none).
+    pub max_rate: Option<u64>,
+}
