@@ -34,6 +34,12 @@ pub const LIVENESS_MIN: Duration = Duration::from_millis(50);
 /// A path that could not be validated within this time is given up. Chosen: a fixed time
 /// instead of RFC 9000 §8.2.4's three PTOs, which a new path without RTT samples cannot know.
 pub const VALIDATION_TIMEOUT: Duration = Duration::from_secs(10);
+/// A client path whose validation failed tries again this long after (chosen: a link that
+/// comes up is used within a second or two)…
+pub const VALIDATION_RETRY_FIRST: Duration = Duration::from_secs(1);
+/// …doubling up to this (chosen: one 1200-byte challenge a round, a round every 70 s at most,
+/// about 1.5 MB a day on a link that never answers).
+pub const VALIDATION_RETRY_MAX: Duration = Duration::from_secs(60);
 /// PATH_CHALLENGE is resent after at least this long (RFC 9000 §8.2.4: a PTO-based timer; this
 /// floor keeps a path without RTT samples from resending at once, as `SILENCE_MIN` does).
 pub const CHALLENGE_RESEND_MIN: Duration = Duration::from_millis(200);

@@ -66,6 +66,9 @@ pub struct PathStats {
     pub datagrams_expired: u64,
     /// Datagrams that arrived on this path (copies included).
     pub datagrams_received: u64,
+    /// Validation rounds that ran out of time (a client path keeps retrying: see
+    /// `Session::fail_validation`).
+    pub validation_failures: u64,
 }
 
 /// An outstanding path validation.
@@ -79,7 +82,8 @@ pub struct Challenge {
     pub sent: Option<Timestamp>,
     /// How many times it was sent.
     pub tries: u32,
-    /// When validation began (it fails if not done within `VALIDATION_TIMEOUT`).
+    /// When validation began (it fails if not done within `VALIDATION_TIMEOUT`); a retry
+    /// round of a client path begins in the future, and nothing is sent before it.
     pub started: Timestamp,
     /// Bytes received from `remote` since validation began, and bytes sent there: a migration
     /// (RFC 9000 §9.3.1) may send at most three times what came from the new address.

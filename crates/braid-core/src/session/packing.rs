@@ -175,7 +175,6 @@ impl Session {
             b.frames.push(SentFrame::StopSending { id });
             self.streams.on_stop_sent(id, crate::stream::FrameFate::Sent);
         }
-        self.streams.settle_resets_and_stops();
         while fits(buf) {
             let Some(path) = self.path_control.status.pop_first() else {
                 break;

@@ -7,6 +7,7 @@ use crate::cc::LossEvent;
 use crate::path::sent::SentFrame;
 use crate::path::{Challenge, Path, PathId, PathState};
 use crate::time::Timestamp;
+use crate::timing::{VALIDATION_RETRY_FIRST, VALIDATION_RETRY_MAX};
 use crate::wire::PathStatusKind;
 use std::net::SocketAddr;
 
@@ -162,8 +163,15 @@ impl Session {
         self.events.push_back(Event::Path(id, PathEvent::Recovered));
     }
 
-    /// Validation of a path ran out of tries.
+    /// Validation of a path ran out of tries. A server forgets the path (the client opens it
+    /// again if it wants it). A client keeps its path and tries again in rounds of one
+    /// challenge, 1 s after the failure and doubling to [`VALIDATION_RETRY_MAX`] apart: a link
+    /// that is up but cannot reach the server yet (a modem attaching, coverage regained,
+    /// seed 003 Fig. 8's 3G joining mid-walk) joins when it can, at a cost of one 1200-byte
+    /// packet per round (about 1.5 MB a day on a link that never answers). The first failure
+    /// is reported as [`PathEvent::Failed`]; the path leaves when the application removes it.
     pub(super) fn fail_validation(&mut self, now: Timestamp, idx: usize) {
+        let client = self.side == Side::Client;
         let path = &mut self.paths[idx];
         if path.state != PathState::Validating {
             // A migration to a new address failed: keep the old address.
@@ -171,6 +179,23 @@ impl Session {
             return;
         }
         let id = path.id;
+        if client {
+            path.stats.validation_failures += 1;
+            let n = path.stats.validation_failures;
+            let wait = (VALIDATION_RETRY_FIRST * (1u32 << (n - 1).min(16) as u32)).min(VALIDATION_RETRY_MAX);
+            if let Some(c) = path.challenge.as_mut() {
+                c.started = now + wait;
+                c.sent = None;
+                // One challenge per round: from the 7th try on, the resend interval (64 × at
+                // least 200 ms) is longer than the round.
+                c.tries = 7;
+            }
+            tracing::debug!(session = %self.local_id, path = id, retry_in = ?wait, "path validation failed");
+            if n == 1 {
+                self.events.push_back(Event::Path(id, PathEvent::Failed));
+            }
+            return;
+        }
         self.retire_path(now, id, true);
         // Replace the Closed event by Failed: validation never succeeded.
         if let Some(Event::Path(_, e)) = self.events.back_mut() {

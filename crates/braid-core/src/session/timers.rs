@@ -83,6 +83,10 @@ impl Session {
                     }
                     if let Some(c) = p.challenge {
                         f(Timer::ValidationDeadline(id), c.started + VALIDATION_TIMEOUT);
+                        if c.sent.is_none() && p.stats.validation_failures > 0 {
+                            // A client path's next validation round.
+                            f(Timer::ValidationResend(id), c.started);
+                        }
                         if let Some(sent) = c.sent {
                             if p.challenge_budget(server) >= MIN_PROBE_BUDGET {
                                 f(Timer::ValidationResend(id), sent + self.challenge_timeout(idx, c.tries));

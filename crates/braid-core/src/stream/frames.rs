@@ -203,10 +203,6 @@ impl Streams {
         self.owed.any()
     }
 
-    /// After the sender took what fitted. The owed frames are kept as their flags change, so
-    /// there is nothing left to settle; kept for the sender's call order.
-    pub fn settle_resets_and_stops(&mut self) {}
-
     /// Streams with RESET_STREAM to send: (id, code, final size), in id order.
     pub fn pending_resets(&self) -> Vec<(u64, u64, u64)> {
         if !self.owed.any() {
