@@ -8,7 +8,8 @@ use std::time::Duration;
 
 #[test]
 fn a_path_that_failed_validation_joins_when_its_link_comes_up() {
-    let links = ["20mbit/10ms", "20mbit/10ms/down=0s-15s"].iter().map(|s| LinkSpec::parse(s).unwrap()).collect();
+    let links =
+        ["20mbit/10ms", "20mbit/10ms/down=0s-15s"].iter().map(|s| LinkSpec::parse(s).unwrap()).collect();
     let r = run(&SimConfig::bulk(links, Duration::from_secs(40), 1, SessionConfig::default())).expect("runs");
     assert!(r.intact);
     // Validation fails at 10 s; retry rounds at 11 s (still down) and 23 s (up): the path

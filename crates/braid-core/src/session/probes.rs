@@ -22,10 +22,9 @@ impl Session {
             }
             let challenge_budget = p.challenge_budget(server);
             let challenge_due = challenge_budget >= MIN_PROBE_BUDGET
-                && p.challenge
-                    .is_some_and(|c| {
-                        now >= c.started && c.sent.is_none_or(|s| now >= s + self.challenge_timeout(idx, c.tries))
-                    });
+                && p.challenge.is_some_and(|c| {
+                    now >= c.started && c.sent.is_none_or(|s| now >= s + self.challenge_timeout(idx, c.tries))
+                });
             if !p.responses.is_empty() || challenge_due {
                 let budget = if challenge_due { challenge_budget } else { budget };
                 return Some(self.send_validation(now, idx, buf, challenge_due, budget));
