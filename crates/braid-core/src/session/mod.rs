@@ -5,6 +5,7 @@
 //! (what received frames do), `paths` (joining, validation, blackout), `timers`.
 
 mod ack_offload;
+pub mod batch;
 mod class_limits;
 mod critical;
 pub mod fetch;
