@@ -23,7 +23,14 @@ if [ -z "${BRAID:-}" ]; then cargo build -q --release -p braid; fi
 B=${BRAID:-$PWD/target/release/braid}
 T=$(mktemp -d)
 PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$T"; }
+# The daemons log to files (shown when the run fails): what they say as they are stopped
+# must not follow the JSON line.
+cleanup() {
+  rc=$?
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true
+  if [ "$rc" != 0 ]; then cat "$T"/*.log >&2 2>/dev/null || true; fi
+  rm -rf "$T"
+}
 trap cleanup EXIT INT TERM
 command -v iperf3 >/dev/null || { echo "bench/loopback.sh needs iperf3" >&2; exit 1; }
 
@@ -42,9 +49,9 @@ TCP_BPS=$(echo "$TCP_JSON" | python3 -c 'import json,sys; print(json.load(sys.st
 TCP_CPU=$(echo "$TCP_JSON" | python3 -c 'import json,sys; j=json.load(sys.stdin)["end"]["cpu_utilization_percent"]; print((j["host_total"]+j["remote_total"])/100)')
 
 # braid: server, client with two paths, a port forward to iperf3.
-$B --log warn server --listen 127.0.0.1:7400 --key "$T/s.key" --client "$CPUB" --allow-private & PIDS+=($!); SP=$!
+$B --log warn server --listen 127.0.0.1:7400 --key "$T/s.key" --client "$CPUB" --allow-private 2>"$T/server.log" & PIDS+=($!); SP=$!
 $B --log warn client --server 127.0.0.1:7400 --server-key "$SPUB" --key "$T/c.key" --link 127.0.0.1 --link 127.0.0.2 \
-  --forward 127.0.0.1:5300=127.0.0.1:5298 --status 127.0.0.1:7402 & PIDS+=($!); CP=$!
+  --forward 127.0.0.1:5300=127.0.0.1:5298 --status 127.0.0.1:7402 2>"$T/client.log" & PIDS+=($!); CP=$!
 iperf3 -s -p 5298 -1 >/dev/null 2>&1 & PIDS+=($!)
 sleep 1.5
 C0=$(cpu "$CP"); S0=$(cpu "$SP")

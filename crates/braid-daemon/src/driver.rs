@@ -15,6 +15,7 @@ use crate::status::{session_label, session_status, StatusBoard};
 use crate::udp::{canonical, Incoming, Receiver, UdpLink};
 use braid_core::datagram::Datagram;
 use braid_core::scheduler::Kind;
+use braid_core::session::batch::TransmitBatch;
 use braid_core::{
     CloseReason, Event, PathId, PathInfo, Session, StreamError, StreamEvent, StreamId, Timestamp,
 };
@@ -29,10 +30,6 @@ use tokio::time::Instant;
 
 /// Packets one round may send before the driver looks at its inbox again.
 const SEND_BUDGET: usize = 512;
-/// Largest GSO batch in bytes.
-const MAX_BATCH: usize = 64000;
-/// Batch buffers a driver keeps between rounds (one per path is the common case).
-const SPARE_BATCHES: usize = 8;
 /// How often the status board is refreshed.
 const STATUS_EVERY: Duration = Duration::from_millis(500);
 /// Bytes read from a stream per `read_chunk`.
@@ -101,8 +98,8 @@ pub struct Driver<R: Role> {
     receiving: HashMap<PathId, Receiver>,
     /// Datagrams of one receive round (kept: no allocation per round).
     incoming: Vec<Incoming>,
-    /// Batch buffers kept between transmit rounds (no 64 KB allocation per batch).
-    spare: Vec<Vec<u8>>,
+    /// The transmit batch's buffers, kept between rounds (no allocation per batch).
+    batch: TransmitBatch,
     /// Stream ids of one `pump_all` round (kept: no allocation per round).
     pumping: Vec<StreamId>,
 }
@@ -148,7 +145,7 @@ impl<R: Role> Driver<R> {
             admission_rx: board.as_ref().map(|b| b.admission_requests()),
             receiving: HashMap::new(),
             incoming: Vec::new(),
-            spare: Vec::new(),
+            batch: TransmitBatch::new(),
             pumping: Vec::new(),
             board,
             peer_label,
@@ -182,7 +179,6 @@ impl<R: Role> Driver<R> {
     /// Runs until the session ends; returns why it ended, the application channel and the link
     /// channel (so a client can hand them to its next session).
     pub async fn run(mut self) -> (CloseReason, mpsc::Receiver<AppMsg>, Option<mpsc::Receiver<LinkMsg>>) {
-        let mut scratch = Vec::with_capacity(2048);
         let mut status_at = Instant::now();
         let mut received: Vec<Vec<Incoming>> = Vec::new();
         let mut requests: Vec<AppMsg> = Vec::new();
@@ -250,7 +246,7 @@ impl<R: Role> Driver<R> {
             }
             self.pump_all();
             // 5. Transmit.
-            let more = self.transmit(now, &mut scratch).await;
+            let more = self.transmit(now).await;
             if status_at.elapsed() >= STATUS_EVERY {
                 status_at = Instant::now();
                 self.steer(now);
@@ -581,52 +577,31 @@ impl<R: Role> Driver<R> {
         self.pumping = ids;
     }
 
-    /// Sends what the session has. Packets are gathered per (path, destination, source) so
-    /// that equal-size packets to one destination leave in one segmented send (GSO) even when
-    /// the scheduler interleaves paths. Returns true when it stopped early with more to send.
-    async fn transmit(&mut self, now: Timestamp, scratch: &mut Vec<u8>) -> bool {
-        let mut batches: Vec<Batch> = Vec::new();
+    /// Sends what the session has, a batch at a time: each batch holds packets for one path
+    /// and destination, all of one size but the last, and leaves in one segmented send (GSO)
+    /// when the socket supports it. Returns true when it stopped early with more to send.
+    async fn transmit(&mut self, now: Timestamp) -> bool {
+        let max_segments = self.max_segments();
         let mut sent = 0usize;
-        let mut more = true;
         while sent < SEND_BUDGET {
-            let Some(t) = self.session.poll_transmit(now, scratch) else {
-                more = false;
-                break;
+            let Some(b) = self.session.poll_transmit_batch(now, max_segments, &mut self.batch) else {
+                return false;
             };
-            sent += 1;
-            let key = (t.path, t.destination, t.source);
-            let i = match batches.iter().position(|b| b.key == key) {
-                Some(i) if batches[i].fits(t.size) => i,
-                Some(i) => {
-                    let next = self.new_batch(key, t.size);
-                    let full = std::mem::replace(&mut batches[i], next);
-                    let buf = full.send(self.route(t.path)).await;
-                    self.spare.push(buf);
-                    i
-                }
-                None => {
-                    let b = self.new_batch(key, t.size);
-                    batches.push(b);
-                    batches.len() - 1
-                }
-            };
-            batches[i].push(&scratch[..t.size]);
+            sent += b.count;
+            let Some((sock, choose_source)) = self.route(b.path) else { continue };
+            let segment = (b.count > 1).then_some(b.segment_size);
+            let src = if choose_source { b.source.map(|s| s.ip()) } else { None };
+            if let Err(e) = sock.send(b.destination, src, self.batch.contents(), segment).await {
+                tracing::debug!(path = b.path, dest = %b.destination, error = %e, "send failed");
+            }
         }
-        for b in batches {
-            let route = self.route(b.key.0);
-            let buf = b.send(route).await;
-            self.spare.push(buf);
-        }
-        self.spare.truncate(SPARE_BATCHES);
-        more
+        true
     }
 
-    /// A batch for packets of `segment` bytes to `key`, in a spare buffer when there is one.
-    fn new_batch(&mut self, key: (PathId, SocketAddr, Option<SocketAddr>), segment: usize) -> Batch {
-        let max_segments = self.route(key.0).map_or(1, |(s, _)| s.max_segments());
-        let mut data = self.spare.pop().unwrap_or_else(|| Vec::with_capacity(MAX_BATCH));
-        data.clear();
-        Batch { key, data, segment, max_segments, count: 0, closed: false }
+    /// Most segments one send may carry on every socket of the driver (a batch's path is known
+    /// only once it is built).
+    fn max_segments(&self) -> usize {
+        self.sockets.values().chain(&self.default_socket).map(UdpLink::max_segments).min().unwrap_or(1).max(1)
     }
 
     /// The socket of a path and whether the driver picks the source address (server).
@@ -660,51 +635,5 @@ impl<R: Role> Driver<R> {
         if let Some(b) = &self.board {
             b.remove_session(self.published.as_deref().unwrap_or_default());
         }
-    }
-}
-
-/// Packets to one destination, sent with one segmented (GSO) send.
-struct Batch {
-    key: (PathId, SocketAddr, Option<SocketAddr>),
-    data: Vec<u8>,
-    segment: usize,
-    /// Most segments the path's socket takes in one send.
-    max_segments: usize,
-    count: usize,
-    /// A segment shorter than `segment` was added: it must be the last.
-    closed: bool,
-}
-
-impl Batch {
-    fn fits(&self, size: usize) -> bool {
-        !self.closed
-            && size <= self.segment
-            && self.count < self.max_segments
-            && self.data.len() + size <= MAX_BATCH
-    }
-
-    fn push(&mut self, packet: &[u8]) {
-        if packet.len() < self.segment {
-            self.closed = true;
-        }
-        self.data.extend_from_slice(packet);
-        self.count += 1;
-    }
-
-    /// Sends the batch (free of the driver, so that no borrow of the session is held across
-    /// the await).
-    /// Returns the buffer for the next batch.
-    async fn send(self, route: Option<(&UdpLink, bool)>) -> Vec<u8> {
-        let (path, dest, source) = self.key;
-        let Some((sock, choose_source)) = route else { return self.data };
-        if self.data.is_empty() {
-            return self.data;
-        }
-        let seg = (self.count > 1).then_some(self.segment);
-        let src = if choose_source { source.map(|s| s.ip()) } else { None };
-        if let Err(e) = sock.send(dest, src, &self.data, seg).await {
-            tracing::debug!(path, %dest, error = %e, "send failed");
-        }
-        self.data
     }
 }

@@ -7,6 +7,7 @@
 mod ack_carrier;
 mod ack_offload;
 mod acks;
+pub mod batch;
 mod builder;
 mod class_limits;
 mod closing;

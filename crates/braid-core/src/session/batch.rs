@@ -1,0 +1,161 @@
+//! Batched transmit: several datagrams for one path and destination in one caller buffer, all
+//! of one segment size except possibly a shorter last one, so that the caller hands them to
+//! the kernel in one segmented send (UDP GSO). The shape is quinn-proto's
+//! `Connection::poll_transmit` with `max_datagrams` (quinn-proto, connection/mod.rs): the
+//! first datagram sets the segment size; a shorter one ends the batch.
+//!
+//! Datagrams are built one at a time by [`Session::poll_transmit`], and the scheduler may
+//! interleave paths packet by packet. So that a batch still fills, datagrams are gathered in
+//! an open batch per (path, destination, source) held in the caller's [`TransmitBatch`]; one
+//! is handed out when it is full (`max_datagrams`, [`MAX_BATCH_BYTES`], or a shorter last
+//! datagram), when a datagram cannot join it (longer than its segment size), and, one per
+//! call, once the session has nothing more to send now. Nothing is built twice or lost.
+
+use super::Session;
+use crate::path::PathId;
+use crate::time::Timestamp;
+use std::net::SocketAddr;
+
+/// Most bytes one batch holds: a segmented send is one UDP datagram to the kernel, whose
+/// payload stays under 65,535 bytes less the IP and UDP headers.
+pub const MAX_BATCH_BYTES: usize = 64_000;
+
+/// Where a batch goes and how it is cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Batch {
+    /// The path its datagrams belong to.
+    pub path: PathId,
+    /// Where to send them.
+    pub destination: SocketAddr,
+    /// The local address to send from (None: any).
+    pub source: Option<SocketAddr>,
+    /// The size of every datagram but the last, which may be shorter.
+    pub segment_size: usize,
+    /// Datagrams in the batch.
+    pub count: usize,
+}
+
+/// A batch still taking datagrams.
+#[derive(Debug)]
+struct Open {
+    batch: Batch,
+    contents: Vec<u8>,
+    /// A datagram shorter than the segment size was added: it is the last.
+    closed: bool,
+}
+
+impl Open {
+    fn takes(&self, size: usize) -> bool {
+        !self.closed && size <= self.batch.segment_size
+    }
+
+    fn is_full(&self, max_datagrams: usize) -> bool {
+        let limit = max_datagrams.min(MAX_BATCH_BYTES / self.batch.segment_size.max(1)).max(1);
+        self.closed || self.batch.count >= limit
+    }
+
+    fn push(&mut self, datagram: &[u8]) {
+        self.contents.extend_from_slice(datagram);
+        self.batch.count += 1;
+        self.closed = datagram.len() < self.batch.segment_size;
+    }
+}
+
+/// The caller's buffers for [`Session::poll_transmit_batch`], kept between calls (no
+/// allocation per batch once warm): the batch handed out last, the open batches, and the
+/// datagram being built.
+#[derive(Debug, Default)]
+pub struct TransmitBatch {
+    contents: Vec<u8>,
+    open: Vec<Open>,
+    spare: Vec<Vec<u8>>,
+    scratch: Vec<u8>,
+}
+
+impl TransmitBatch {
+    /// Empty buffers.
+    pub fn new() -> Self {
+        TransmitBatch::default()
+    }
+
+    /// The datagrams of the last batch, back to back.
+    pub fn contents(&self) -> &[u8] {
+        &self.contents
+    }
+
+    /// Whether datagrams wait in open batches (handed out by the next calls).
+    pub fn is_holding(&self) -> bool {
+        !self.open.is_empty()
+    }
+
+    /// Hands out open batch `i`: its datagrams become [`TransmitBatch::contents`].
+    fn hand_out(&mut self, i: usize) -> Batch {
+        let open = self.open.swap_remove(i);
+        let old = std::mem::replace(&mut self.contents, open.contents);
+        self.spare.push(old);
+        open.batch
+    }
+
+    /// Opens a batch with the datagram in `scratch[..size]`; returns its index.
+    fn open(&mut self, batch: Batch) -> usize {
+        let mut contents = self.spare.pop().unwrap_or_default();
+        contents.clear();
+        let size = batch.segment_size;
+        let mut open = Open { batch: Batch { count: 0, ..batch }, contents, closed: false };
+        open.push(&self.scratch[..size]);
+        self.open.push(open);
+        self.open.len() - 1
+    }
+}
+
+impl Session {
+    /// The next batch of at most `max_datagrams` datagrams for one path, destination and
+    /// source, written back to back to `out` (read it with [`TransmitBatch::contents`]); None
+    /// when nothing is to be sent now and no batch is open. Every datagram has
+    /// `segment_size` bytes except possibly the last, which may be shorter; the batch stays
+    /// within [`MAX_BATCH_BYTES`]. Call until None: open batches are handed out last.
+    pub fn poll_transmit_batch(
+        &mut self,
+        now: Timestamp,
+        max_datagrams: usize,
+        out: &mut TransmitBatch,
+    ) -> Option<Batch> {
+        while let Some(t) = self.poll_transmit(now, &mut out.scratch) {
+            let same = |o: &Open| {
+                o.batch.path == t.path && o.batch.destination == t.destination && o.batch.source == t.source
+            };
+            let batch = Batch {
+                path: t.path,
+                destination: t.destination,
+                source: t.source,
+                segment_size: t.size,
+                count: 1,
+            };
+            match out.open.iter().position(same) {
+                Some(i) if out.open[i].takes(t.size) => {
+                    out.open[i].push(&out.scratch[..t.size]);
+                    if out.open[i].is_full(max_datagrams) {
+                        return Some(out.hand_out(i));
+                    }
+                }
+                Some(i) => {
+                    // It cannot join: the open batch leaves, the datagram starts the next.
+                    let full = out.hand_out(i);
+                    out.open(batch);
+                    return Some(full);
+                }
+                None => {
+                    let i = out.open(batch);
+                    if out.open[i].is_full(max_datagrams) {
+                        return Some(out.hand_out(i));
+                    }
+                }
+            }
+        }
+        if out.open.is_empty() {
+            None
+        } else {
+            Some(out.hand_out(0))
+        }
+    }
+}
