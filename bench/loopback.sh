@@ -37,6 +37,9 @@ command -v iperf3 >/dev/null || { echo "bench/loopback.sh needs iperf3" >&2; exi
 cpu() { # user+system seconds of a PID (and its threads)
   awk -v hz="$(getconf CLK_TCK)" '{print ($14+$15)/hz}' "/proc/$1/stat"
 }
+sys_cpu() { # system seconds of a PID (and its threads)
+  awk -v hz="$(getconf CLK_TCK)" '{print $15/hz}' "/proc/$1/stat"
+}
 
 $B genkey > "$T/s.key"; $B genkey > "$T/c.key"; chmod 600 "$T"/*.key
 SPUB=$($B pubkey < "$T/s.key"); CPUB=$($B pubkey < "$T/c.key")
@@ -54,14 +57,14 @@ $B --log warn client --server 127.0.0.1:7400 --server-key "$SPUB" --key "$T/c.ke
   --forward 127.0.0.1:5300=127.0.0.1:5298 --status 127.0.0.1:7402 2>"$T/client.log" & PIDS+=($!); CP=$!
 iperf3 -s -p 5298 -1 >/dev/null 2>&1 & PIDS+=($!)
 sleep 1.5
-C0=$(cpu "$CP"); S0=$(cpu "$SP")
+C0=$(cpu "$CP"); S0=$(cpu "$SP"); CK0=$(sys_cpu "$CP"); SK0=$(sys_cpu "$SP")
 BR_JSON=$(iperf3 -c 127.0.0.1 -p 5300 -t "$SECS" -J)
-C1=$(cpu "$CP"); S1=$(cpu "$SP")
+C1=$(cpu "$CP"); S1=$(cpu "$SP"); CK1=$(sys_cpu "$CP"); SK1=$(sys_cpu "$SP")
 BR_BPS=$(echo "$BR_JSON" | python3 -c 'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"])')
 PATHS=$($B status --addr 127.0.0.1:7402 | grep -cE '^  [0-9]+ ' || true)
-python3 - "$SECS" "$TCP_BPS" "$TCP_CPU" "$BR_BPS" "$C0" "$C1" "$S0" "$S1" "$PATHS" "$JSON" <<'PY'
+python3 - "$SECS" "$TCP_BPS" "$TCP_CPU" "$BR_BPS" "$C0" "$C1" "$S0" "$S1" "$PATHS" "$JSON" "$CK0" "$CK1" "$SK0" "$SK1" <<'PY'
 import json, sys
-secs, tcp_bps, tcp_cpu_frac, br_bps, c0, c1, s0, s1, paths, as_json = sys.argv[1:]
+secs, tcp_bps, tcp_cpu_frac, br_bps, c0, c1, s0, s1, paths, as_json, ck0, ck1, sk0, sk1 = sys.argv[1:]
 secs=float(secs); tcp_bps=float(tcp_bps); br_bps=float(br_bps)
 tcp_gb = tcp_bps*secs/8/1e9; br_gb = br_bps*secs/8/1e9
 tcp_cpu = float(tcp_cpu_frac)*secs
@@ -70,7 +73,8 @@ print(f"{'':28} {'Gbit/s':>8} {'CPU-s per GB':>13}")
 print(f"{'plain TCP over loopback':28} {tcp_bps/1e9:8.2f} {tcp_cpu/tcp_gb:13.2f}   (iperf3 sender+receiver)")
 print(f"{'braid, 1 stream, '+paths+' paths':28} {br_bps/1e9:8.2f} {br_cpu/br_gb:13.2f}   (braid client+server; iperf3 not counted)")
 print(f"ratio braid / TCP: {br_bps/tcp_bps:.3f}")
-print(f"braid CPU: client {float(c1)-float(c0):.2f} s, server {float(s1)-float(s0):.2f} s over {secs:.0f} s")
+print(f"braid CPU: client {float(c1)-float(c0):.2f} s (system {float(ck1)-float(ck0):.2f}), "
+      f"server {float(s1)-float(s0):.2f} s (system {float(sk1)-float(sk0):.2f}) over {secs:.0f} s")
 if as_json == "1":
     print(json.dumps({
         "braid_gbps": round(br_bps/1e9, 3), "braid_cpu_s_per_gb": round(br_cpu/br_gb, 3),

@@ -59,27 +59,28 @@ impl RangeSet {
         self.insert(v..v.saturating_add(1))
     }
 
-    /// Removes `range` from the set.
+    /// Removes `range` from the set (without allocating: per packet on the hot path).
     pub fn remove(&mut self, range: Range<u64>) {
         if range.start >= range.end {
             return;
         }
-        let mut pieces = Vec::new();
+        // A range that starts below `range` and reaches into it keeps its head (and its
+        // tail, when it reaches past `range` too: then it was the only one touched).
         if let Some((&s, &e)) = self.map.range(..range.start).next_back() {
             if e > range.start {
-                pieces.push((s, e));
-            }
-        }
-        for (&s, &e) in self.map.range(range.start..range.end) {
-            pieces.push((s, e));
-        }
-        for (s, e) in pieces {
-            self.map.remove(&s);
-            if s < range.start {
                 self.map.insert(s, range.start);
+                if e > range.end {
+                    self.map.insert(range.end, e);
+                    return;
+                }
             }
+        }
+        // Ranges that start within `range` go; the last may keep a tail past it.
+        while let Some((&s, &e)) = self.map.range(range.start..range.end).next() {
+            self.map.remove(&s);
             if e > range.end {
                 self.map.insert(range.end, e);
+                break;
             }
         }
     }
@@ -135,23 +136,30 @@ impl RangeSet {
         }
     }
 
-    /// The parts of `range` that are not in the set, in ascending order.
-    pub fn gaps_in(&self, range: Range<u64>) -> Vec<Range<u64>> {
-        let mut gaps = Vec::new();
+    /// The parts of `range` that are not in the set, in ascending order (an iterator: no
+    /// allocation per received frame).
+    pub fn gaps_in(&self, range: Range<u64>) -> impl Iterator<Item = Range<u64>> + '_ {
+        let end = range.end;
         let mut cursor = range.start;
+        let mut done = range.start >= range.end;
         if let Some((_, &e)) = self.map.range(..=range.start).next_back() {
             cursor = cursor.max(e);
         }
-        for (&s, &e) in self.map.range(range.start..range.end) {
-            if s > cursor {
-                gaps.push(cursor..s.min(range.end));
+        let mut inside = self.map.range(range.start..range.end.max(range.start));
+        std::iter::from_fn(move || {
+            if done {
+                return None;
             }
-            cursor = cursor.max(e);
-        }
-        if cursor < range.end {
-            gaps.push(cursor..range.end);
-        }
-        gaps
+            for (&s, &e) in inside.by_ref() {
+                let gap = (s > cursor).then(|| cursor..s.min(end));
+                cursor = cursor.max(e);
+                if gap.is_some() {
+                    return gap;
+                }
+            }
+            done = true;
+            (cursor < end).then(|| cursor..end)
+        })
     }
 }
 
@@ -171,7 +179,11 @@ mod tests {
         assert!(!s.insert(1..3));
         s.remove(2..3);
         assert_eq!(s.iter().collect::<Vec<_>>(), vec![0..2, 3..6]);
-        assert_eq!(s.gaps_in(0..8), vec![2..3, 6..8]);
+        assert_eq!(s.gaps_in(0..8).collect::<Vec<_>>(), vec![2..3, 6..8]);
+        assert_eq!(s.gaps_in(4..4).count(), 0, "an empty range has no gaps");
+        assert_eq!(s.gaps_in(7..3).count(), 0, "nor has a reversed one (no panic)");
+        assert_eq!(s.gaps_in(4..5).count(), 0, "inside a range");
+        assert_eq!(s.gaps_in(5..9).collect::<Vec<_>>(), vec![6..9]);
         assert_eq!(s.max(), Some(5));
         assert!(s.contains_range(3..6));
         assert!(!s.contains_range(1..4));

@@ -3,7 +3,7 @@
 //! none can send now and what waits would take them more than 50 ms to drain. Otherwise it is
 //! min-RTT over the active paths.
 
-use super::{eligible_for, fastest_ready, wait_for, Decision, PacketInfo, PathView, Scheduler};
+use super::{eligible_for, fastest_ready, wait_for, Candidates, Decision, PacketInfo, PathView, Scheduler};
 use crate::time::Timestamp;
 use crate::wire::PathStatusKind;
 
@@ -19,7 +19,7 @@ impl Scheduler for Backup {
     }
 
     fn select(&mut self, now: Timestamp, paths: &[PathView], packet: &PacketInfo) -> Decision {
-        let active: Vec<&PathView> =
+        let active: Candidates<'_> =
             eligible_for(paths, packet).filter(|p| p.status == PathStatusKind::Active).collect();
         if let Some(p) = fastest_ready(now, active.iter().copied()) {
             return Decision::Send(p.id);
@@ -27,7 +27,7 @@ impl Scheduler for Backup {
         let rate: f64 = active.iter().map(|p| p.rate).sum();
         let drain = packet.backlog_bytes as f64 / rate.max(1.0);
         let saturated = active.is_empty() || drain > SATURATION.as_secs_f64();
-        let backups: Vec<&PathView> =
+        let backups: Candidates<'_> =
             paths.iter().filter(|p| p.usable && p.status == PathStatusKind::Backup).collect();
         if saturated {
             if let Some(p) = fastest_ready(now, backups.iter().copied()) {

@@ -7,7 +7,7 @@
 //! Everything else is scheduled as by EDPF.
 
 use super::edpf::Edpf;
-use super::{eligible_for, wait_for, Decision, PacketInfo, PathView, Scheduler};
+use super::{eligible_for, wait_for, Candidates, Decision, PacketInfo, PathView, Scheduler};
 use crate::time::Timestamp;
 
 /// The deadline-aware scheduler.
@@ -20,7 +20,7 @@ impl Scheduler for DeadlineAware {
     }
 
     fn select(&mut self, now: Timestamp, paths: &[PathView], packet: &PacketInfo) -> Decision {
-        let candidates: Vec<&PathView> = eligible_for(paths, packet).collect();
+        let candidates: Candidates<'_> = eligible_for(paths, packet).collect();
         if candidates.is_empty() {
             return wait_for(eligible_for(paths, packet));
         }

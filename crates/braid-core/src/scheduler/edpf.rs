@@ -31,8 +31,9 @@
 //! must be scheduled, the more a change on a fast path (a loss, a window probing its minimum
 //! RTT) reorders what is already on the way.
 
-use super::{eligible_for, wait_for, Decision, PacketInfo, PathView, Scheduler};
+use super::{eligible_for, wait_for, Candidates, Decision, PacketInfo, PathView, Scheduler};
 use crate::time::Timestamp;
+use smallvec::SmallVec;
 
 /// The most packets a free path may send ahead (bounds the receiver's reorder buffer if an
 /// estimate is badly wrong).
@@ -84,7 +85,7 @@ pub const MAX_RATE_RATIO: f64 = 100.0;
 /// a path's queue, they do not hold a stream), its probes, and everything when it is the only
 /// path left. Tighter bounds (10, 30) left out paths of equal rate whose capacity estimate
 /// lagged at the start, and lost efficiency (docs/experiments.md, "EDPF reorder on any mix").
-pub fn keep_in_order_capable(paths: &mut Vec<&PathView>) {
+pub fn keep_in_order_capable(paths: &mut Candidates<'_>) {
     let total: f64 = paths.iter().map(|p| p.rate).sum();
     let fastest = paths.iter().map(|p| p.rate).fold(0.0, f64::max);
     paths.retain(|p| p.rate >= fastest || total - p.rate <= MAX_RATE_RATIO * p.rate);
@@ -103,7 +104,7 @@ impl Edpf {
         // Queued retransmissions come before any new data. Control frames alone wait.
         let rtx = u64::from(if packet.retransmit { packet.retransmit_packets } else { 0 });
         if rtx > 0 || (!packet.retransmit && packet.ahead_packets > 0) {
-            let mut open: Vec<&&PathView> = paths.iter().filter(|p| free(p, now, bytes)).collect();
+            let mut open: SmallVec<[&&PathView; 8]> = paths.iter().filter(|p| free(p, now, bytes)).collect();
             open.sort_by_key(|p| (p.arrival(now, bytes), p.id));
             for j in open {
                 let arrives = j.arrival(now, bytes);
@@ -135,7 +136,7 @@ impl Scheduler for Edpf {
     }
 
     fn select(&mut self, now: Timestamp, paths: &[PathView], packet: &PacketInfo) -> Decision {
-        let mut candidates: Vec<&PathView> = eligible_for(paths, packet).collect();
+        let mut candidates: Candidates<'_> = eligible_for(paths, packet).collect();
         if !packet.datagram {
             keep_in_order_capable(&mut candidates);
         }

@@ -53,6 +53,10 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+/// The paths one scheduling decision considers, kept on the stack: a decision per packet must
+/// not allocate (issue 13); sessions rarely have more than eight paths.
+pub type Candidates<'a> = SmallVec<[&'a PathView; 8]>;
+
 /// What a scheduler may know about one path.
 #[derive(Debug, Clone)]
 pub struct PathView {
@@ -64,7 +68,8 @@ pub struct PathView {
     pub status: PathStatusKind,
     /// Smoothed RTT.
     pub srtt: Duration,
-    /// Minimum RTT.
+    /// Minimum RTT: the congestion controller's windowed one when it keeps one (BBR), which
+    /// follows a base delay that rose; else the lifetime one. What EDPF sizes a pipe from.
     pub min_rtt: Duration,
     /// RTT variation.
     pub rttvar: Duration,
