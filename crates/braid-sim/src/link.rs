@@ -16,6 +16,7 @@
 //! | `dup=P%` | duplicate a packet with this probability |
 //! | `reorder=P%` | let a packet skip the in-order rule (it may overtake) |
 //! | `capacity=R@T,R@T…` | rate changes over time (cross traffic) |
+//! | `delay=D@T,D@T…` | one-way delay changes over time (a route change, a handover) |
 //! | `down=T-T,…` | outages, e.g. `down=10s-20s` |
 //! | `back=D` | one-way delay of the server → client direction instead of DELAY (seed 002's reverse-path disparity; simulator only) |
 //! | `drop=T,…` | a single loss: the first client → server packet offered at or after each T is lost on the wire (seed 004's loss at 18 s) |
@@ -64,6 +65,9 @@ pub struct LinkSpec {
     pub rate_bps: u64,
     /// One-way propagation delay.
     pub delay: Duration,
+    /// Delay changes (a route change, a handover): (from time, one-way delay), sorted; before
+    /// the first, `delay`.
+    pub delay_schedule: Vec<(Duration, Duration)>,
     /// Jitter bound.
     pub jitter: Duration,
     /// Random loss probability.
@@ -102,6 +106,7 @@ impl LinkSpec {
         LinkSpec {
             rate_bps,
             delay,
+            delay_schedule: Vec::new(),
             jitter: Duration::ZERO,
             loss: 0.0,
             loss_schedule: Vec::new(),
@@ -140,6 +145,7 @@ impl LinkSpec {
                     spec.loss = spec.loss_schedule.first().map_or(0.0, |(_, p)| *p);
                 }
                 "loss" => spec.loss = parse_percent(v)?,
+                "delay" => spec.delay_schedule = parse_delay_schedule(v)?,
                 "jitter" => spec.jitter = parse_duration(v)?,
                 "dup" => spec.dup = parse_percent(v)?,
                 "reorder" => spec.reorder = parse_percent(v)?,
@@ -162,7 +168,7 @@ impl LinkSpec {
                 }
                 other => {
                     return Err(format!(
-                        "unknown link option '{other}' (loss, jitter, queue, ge, dup, reorder, capacity, down, drop, back, mtu, mac; or shared)"
+                        "unknown link option '{other}' (loss, delay, jitter, queue, ge, dup, reorder, capacity, down, drop, back, mtu, mac; or shared)"
                     ))
                 }
             }
@@ -178,6 +184,7 @@ impl LinkSpec {
             ("jitter", self.jitter != base.jitter),
             ("loss", self.loss != base.loss && self.loss_schedule.is_empty()),
             ("loss schedule", !self.loss_schedule.is_empty()),
+            ("delay", !self.delay_schedule.is_empty()),
             ("queue", self.queue != base.queue),
             ("ge", self.gilbert.is_some()),
             ("dup", self.dup != 0.0),
@@ -196,6 +203,12 @@ impl LinkSpec {
     /// The rate in force at `t`.
     pub fn rate_at(&self, t: Duration) -> u64 {
         self.capacity.iter().rev().find(|(from, _)| *from <= t).map_or(self.rate_bps, |(_, r)| *r)
+    }
+
+    /// The one-way delay in force at `t` (client → server, and server → client unless `back=`
+    /// sets that direction's own).
+    pub fn delay_at(&self, t: Duration) -> Duration {
+        self.delay_schedule.iter().rev().find(|(from, _)| *from <= t).map_or(self.delay, |(_, d)| *d)
     }
 
     /// The random loss probability in force at `t`.
@@ -284,6 +297,10 @@ fn parse_ge(v: &str) -> Result<GilbertElliott, String> {
 
 fn parse_capacity(v: &str) -> Result<Vec<(Duration, u64)>, String> {
     parse_schedule(v, "capacity '{}' must be RATE@TIME, e.g. 4mbit@20s", parse_rate)
+}
+
+fn parse_delay_schedule(v: &str) -> Result<Vec<(Duration, Duration)>, String> {
+    parse_schedule(v, "delay '{}' must be DELAY@TIME, e.g. 10ms@0s,40ms@20s", parse_duration)
 }
 
 fn parse_loss_schedule(v: &str) -> Result<Vec<(Duration, f64)>, String> {
@@ -465,7 +482,10 @@ impl Direction {
             p > 0.0 && self.uniform() < p
         };
         let jitter = if spec.jitter.is_zero() { Duration::ZERO } else { spec.jitter.mul_f64(self.uniform()) };
-        let delay = if self.back { spec.back_delay.unwrap_or(spec.delay) } else { spec.delay };
+        let delay = match spec.back_delay {
+            Some(back) if self.back => back,
+            _ => spec.delay_at(now),
+        };
         let mut arrival = end + delay + jitter;
         if !(spec.reorder > 0.0 && self.uniform() < spec.reorder) {
             arrival = arrival.max(self.last_arrival);
@@ -492,6 +512,30 @@ impl Direction {
 mod tests {
     use super::*;
     use rand_core::SeedableRng;
+
+    #[test]
+    fn a_delay_schedule_changes_the_one_way_delay_from_its_time_on() {
+        let l = LinkSpec::parse("20mbit/10ms/delay=40ms@10s,10ms@0s").unwrap();
+        assert_eq!(l.delay_at(Duration::from_secs(5)), Duration::from_millis(10));
+        assert_eq!(l.delay_at(Duration::from_secs(12)), Duration::from_millis(40));
+        assert_eq!(l.beyond(&["loss"]), vec!["delay"], "the lab refuses what it cannot emulate");
+        assert!(LinkSpec::parse("20mbit/10ms/delay=40ms").is_err(), "DELAY@TIME items only");
+        // Packets offered after the change arrive with the new delay (serialisation aside).
+        let mut d = Direction::new(ChaCha8Rng::seed_from_u64(1));
+        for (at, want) in [(1u64, 10u64), (11, 40)] {
+            let now = Duration::from_secs(at);
+            match d.offer(&l, now, 1000) {
+                Fate::Arrives(t, _) => {
+                    let took = t - now;
+                    assert!(
+                        took >= Duration::from_millis(want) && took < Duration::from_millis(want + 2),
+                        "{took:?}"
+                    );
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+    }
 
     #[test]
     fn beyond_names_the_options_an_emulator_would_have_to_ignore() {

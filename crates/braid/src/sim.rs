@@ -16,7 +16,7 @@ use std::time::Duration;
 #[derive(Args, Debug)]
 #[command(after_help = "LINK is RATE/DELAY[/key=value...], DELAY one-way: e.g. 20mbit/10ms, \
 5mbit/40ms/loss=1%/jitter=2ms. Keys: loss=P%, jitter=D, queue=BYTES|Np|D, ge=P:R:L% \
-(Gilbert-Elliott), dup=P%, reorder=P%, capacity=R@T,R@T..., down=T-T,..., drop=T,... (one \
+(Gilbert-Elliott), dup=P%, reorder=P%, capacity=R@T,R@T..., delay=D@T,D@T... (one-way delay changes: a route change), down=T-T,..., drop=T,... (one \
 client->server packet lost at each T), back=D (server->client delay), mtu=BYTES (largest IP \
 packet; larger ones vanish, as behind a path MTU black hole), mac=D (medium access time per \
 packet), shared (both directions share one rate and queue, like Wi-Fi)")]
