@@ -57,7 +57,10 @@ fn every_link_dead_gives_up_after_the_budget_with_doubling_tries() {
     assert_eq!(e, FailoverError::NoAnswer);
     // The same bound as trying each link for the whole timeout in turn.
     assert_eq!(end, 20_000);
-    assert_eq!(seen, vec![(0, 0, 2000), (2000, 1, 2000), (4000, 0, 4000), (8000, 1, 4000), (12_000, 0, 8000)]);
+    assert_eq!(
+        seen,
+        vec![(0, 0, 2000), (2000, 1, 2000), (4000, 0, 4000), (8000, 1, 4000), (12_000, 0, 8000)]
+    );
 }
 
 #[test]
