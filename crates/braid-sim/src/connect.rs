@@ -15,8 +15,8 @@ pub(crate) struct Connector {
     /// The links present at the start (the candidates), in link order.
     present: Vec<usize>,
     client: ClientConfig,
-    /// The give-up, once it happened.
-    gave_up: Option<FailoverError>,
+    /// The give-up and when it happened.
+    gave_up: Option<(FailoverError, Duration)>,
 }
 
 impl Connector {
@@ -68,7 +68,7 @@ impl Connector {
             Step::Attempt { link, timeout } => Some(self.attempt(cfg, now, link, timeout, pending)),
             Step::Wait => None,
             Step::GiveUp(e) => {
-                self.gave_up = Some(e);
+                self.gave_up = Some((e, now));
                 None
             }
         }
@@ -84,8 +84,8 @@ impl Connector {
         self.failover.attempts()
     }
 
-    /// Why the client gave up, if it did.
-    pub(crate) fn gave_up(&self) -> Option<FailoverError> {
+    /// Why and when the client gave up, if it did.
+    pub(crate) fn gave_up(&self) -> Option<(FailoverError, Duration)> {
         self.gave_up
     }
 

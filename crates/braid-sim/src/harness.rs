@@ -413,7 +413,8 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
         attempts: connector.attempts(),
         established_ms: connector.established_on().map(|(_, t)| t.as_secs_f64() * 1e3),
         link: connector.established_on().map(|(l, _)| l),
-        gave_up: connector.gave_up().map(|e| e.to_string()),
+        gave_up: connector.gave_up().map(|(e, _)| e.to_string()),
+        gave_up_ms: connector.gave_up().map(|(_, t)| t.as_secs_f64() * 1e3),
     };
     report.reorder_max_steady_packets = report.reorder_max_packets;
     report.reorder_max_lossfree_packets = lossfree.max;

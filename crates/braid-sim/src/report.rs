@@ -80,6 +80,8 @@ pub struct HandshakeReport {
     pub link: Option<usize>,
     /// Why the client gave up connecting, if it did.
     pub gave_up: Option<String>,
+    /// When it gave up, ms.
+    pub gave_up_ms: Option<f64>,
 }
 
 /// Everything a run measured.
@@ -276,7 +278,9 @@ impl SimReport {
         let h = &self.handshake;
         match (&h.gave_up, h.established_ms, h.link) {
             (Some(e), _, _) => {
-                let _ = writeln!(s, "handshake       gave up after {} attempts: {e}", h.attempts);
+                let at = h.gave_up_ms.unwrap_or(0.0);
+                let _ =
+                    writeln!(s, "handshake       gave up at {at:.1} ms after {} attempts: {e}", h.attempts);
             }
             (None, Some(ms), Some(link)) if h.attempts > 1 => {
                 let _ = writeln!(
