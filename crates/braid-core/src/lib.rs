@@ -54,6 +54,7 @@
 
 pub mod cc;
 pub mod config;
+pub mod connect;
 pub mod crypto;
 pub mod datagram;
 pub mod endpoint;

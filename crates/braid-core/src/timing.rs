@@ -49,6 +49,11 @@ pub const LATENCY_HOLD: Duration = Duration::from_secs(1);
 /// The first resend of handshake message 1 waits this long; later ones twice and four times.
 /// Chosen: sooner than WireGuard's REKEY_TIMEOUT (5 s), as a session start waits on it.
 pub const HANDSHAKE_RESEND: Duration = Duration::from_millis(500);
+/// A client with several links gives each link's first handshake attempt this long before it
+/// tries the next link; later rounds double it, up to the session's handshake timeout
+/// ([`crate::connect`]). Chosen: three sends of message 1 (at 0, 0.5 s and 1.5 s, the last
+/// with 0.5 s for its answer), so a dead first link costs 2 s instead of the whole timeout.
+pub const HANDSHAKE_FIRST_TRY: Duration = Duration::from_secs(2);
 /// The previous key phase's receive key is kept for three PTOs (RFC 9001 §6.5), at least this
 /// long…
 pub const KEY_GRACE_MIN: Duration = Duration::from_secs(1);

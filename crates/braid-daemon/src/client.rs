@@ -8,6 +8,7 @@ use crate::bridge::{AppMsg, StreamEnds};
 use crate::config::{ClientSettings, LinkKind};
 use crate::driver::{Driver, LinkMsg, Role, Wiring};
 use crate::error::Failure;
+use crate::failover::ConnectPhase;
 use crate::frontend::{Frontend, UdpRegistry};
 use crate::linkpolicy::keeper::UsageKeeper;
 use crate::linkpolicy::steer::Steer;
@@ -17,6 +18,7 @@ use crate::netlink::{self, Interface};
 use crate::status::{self, StatusBoard};
 use crate::supervise::{TAKEOVER_WAIT, TAKEOVER_WAIT_MAX};
 use crate::udp::UdpLink;
+use braid_core::connect::AttemptEnd;
 use braid_core::datagram::Datagram;
 use braid_core::{ClientConfig, CloseReason, Event, PathId, Session, Timestamp};
 use std::collections::BTreeMap;
@@ -533,28 +535,56 @@ impl Supervisor {
         let ever = Arc::new(AtomicBool::new(false));
         let mut backoff = Duration::from_secs(1);
         let mut first_link = 0usize;
-        let mut failures_before_connect = 0usize;
+        // The connect phase under way: the core's handshake failover over the links usable
+        // when it began (None: the next attempt begins a new one).
+        let mut phase: Option<ConnectPhase> = None;
         // The last wait after a takeover (zero: none lately).
         let mut takeover_wait = Duration::ZERO;
         loop {
             if *self.stopping.borrow() {
                 return Ok(());
             }
-            let links: Vec<ActiveLink> = {
-                let now = chrono::Local::now();
-                let mut table = self.links.lock();
-                let all = self.shared.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                all.into_iter().filter(|l| table.effective(&l.label, &now).tier != Tier::Never).collect()
-            };
-            if links.is_empty() {
-                self.board.set_note(Some("waiting for a usable link (none is up, or every one is set to never or stopped at its cap)".into()));
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                continue;
+            if phase.is_none() {
+                let links: Vec<ActiveLink> = {
+                    let now = chrono::Local::now();
+                    let mut table = self.links.lock();
+                    let all = self.shared.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                    all.into_iter().filter(|l| table.effective(&l.label, &now).tier != Tier::Never).collect()
+                };
+                if links.is_empty() {
+                    self.board.set_note(Some("waiting for a usable link (none is up, or every one is set to never or stopped at its cap)".into()));
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    continue;
+                }
+                phase = Some(ConnectPhase::new(links, first_link, self.settings.session.handshake_timeout));
             }
-            let start = first_link % links.len();
+            let Some(connecting) = phase.as_mut() else { continue };
+            let (start, attempt_timeout) = match connecting.next() {
+                Ok(a) => a,
+                Err(e) => {
+                    let links = connecting.links().to_vec();
+                    phase = None;
+                    if !ever.load(Ordering::SeqCst) {
+                        return Err(crate::failover::give_up_failure(e, &self.settings, &links));
+                    }
+                    // Had a session before: keep trying, after the backoff.
+                    tracing::warn!(error = %e, retry_in = ?backoff, "session ended; reconnecting");
+                    self.board.set_note(Some(format!("could not reconnect ({e}); retrying")));
+                    tokio::select! {
+                        _ = tokio::time::sleep(backoff) => {}
+                        _ = self.stopping.wait_for(|s| *s) => return Ok(()),
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(30));
+                    first_link += 1;
+                    continue;
+                }
+            };
+            let links = connecting.links().to_vec();
             // The classes' settings travel in the session's policy: the server runs them too.
             let mut session_cfg = self.settings.session.clone();
             session_cfg.classes.extend(self.settings.classes.settings());
+            // The failover decides how long this link's handshake is waited on.
+            session_cfg.handshake_timeout = attempt_timeout;
             let cfg = ClientConfig {
                 secret: self.settings.secret.clone(),
                 server_key: self.settings.server_key,
@@ -636,38 +666,26 @@ impl Supervisor {
             let unreachable =
                 refused_by_icmp || links.iter().any(|l| l.link.unreachable.swap(false, Ordering::Relaxed));
             let reason = if refused_by_icmp { CloseReason::HandshakeTimeout } else { reason };
-            if !ever.load(Ordering::SeqCst) {
-                match reason {
-                    CloseReason::Refused => {
-                        return Err(Failure::Refused(format!(
-                            "the server at {} refused this client's key (it is not among the server's [[client]] keys); public key: {}",
-                            self.settings.server,
-                            self.settings.secret.public_key()
-                        )))
+            if !this_session.load(Ordering::SeqCst) {
+                // The handshake over this link failed: the failover picks the next link (or
+                // gives up) at the top of the loop.
+                let end = match reason {
+                    CloseReason::Refused => Some(AttemptEnd::Refused),
+                    CloseReason::HandshakeTimeout if unreachable => Some(AttemptEnd::Unreachable),
+                    CloseReason::HandshakeTimeout => Some(AttemptEnd::NoAnswer),
+                    _ => None,
+                };
+                if let (Some(end), Some(p)) = (end, phase.as_mut()) {
+                    if end != AttemptEnd::Refused {
+                        tracing::info!(link = %l0.label, reason = %reason, "handshake over this link failed");
                     }
-                    CloseReason::HandshakeTimeout => {
-                        failures_before_connect += 1;
-                        if failures_before_connect >= links.len() {
-                            if unreachable {
-                                return Err(Failure::Unreachable(format!(
-                                    "the server at {} is unreachable over link {}: nothing listens on that port, or no route (ICMP unreachable)",
-                                    self.settings.server,
-                                    crate::linkpick::describe(&links)
-                                )));
-                            }
-                            return Err(Failure::NoAnswer(format!(
-                                "no answer from the server at {} over link {}: it is down, filtered, or its key is not the configured server key ({})",
-                                self.settings.server,
-                                crate::linkpick::describe(&links),
-                                self.settings.server_key
-                            )));
-                        }
-                        first_link += 1;
-                        continue;
-                    }
-                    _ => {}
+                    p.failed(end);
+                    continue;
                 }
             }
+            // The session was established (or ended for another reason): the next one begins
+            // a new connect phase.
+            phase = None;
             if let Some(newer) = crate::supervise::taken_over(&reason) {
                 // Another client holding this key took the session. Taking it straight back
                 // would knock that one off in turn, every few seconds, for both.

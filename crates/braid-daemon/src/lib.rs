@@ -16,6 +16,7 @@ pub mod driver;
 pub mod egress;
 pub mod error;
 pub mod exposition;
+pub mod failover;
 pub mod frontend;
 pub mod keyfile;
 pub mod linkpick;

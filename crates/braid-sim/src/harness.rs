@@ -1,10 +1,11 @@
 //! Drives one client and one server core over the simulated network in virtual time.
 
+use crate::connect::Connector;
 use crate::flow::{Flow, FlowSpec};
 use crate::link::LinkSpec;
 use crate::net::{client_addr, link_of, Net, SERVER};
 use crate::reorder::LossFreeReorder;
-use crate::report::{CutReport, PathReport, SimReport};
+use crate::report::{CutReport, HandshakeReport, PathReport, SimReport};
 use crate::short::{ShortFlows, ShortSpec};
 use crate::workload::{Bulk, Timeline};
 use braid_core::scheduler::Kind;
@@ -26,7 +27,7 @@ const MAX_IDLE_STEPS: u32 = 100_000;
 /// A simulation run.
 #[derive(Debug, Clone)]
 pub struct SimConfig {
-    /// The links, in order (link 0 carries the handshake).
+    /// The links, in order (link 0 carries the first handshake attempt).
     pub links: Vec<LinkSpec>,
     /// Virtual duration.
     pub duration: Duration,
@@ -57,10 +58,14 @@ pub struct SimConfig {
     pub switches: Vec<(Duration, Option<u8>, Kind)>,
     /// Short request/response flows on streams of class 0 (see [`crate::short`]).
     pub short: Option<ShortSpec>,
+    /// How long each link's first handshake attempt lasts before the next link is tried
+    /// (None: the core's [`braid_core::timing::HANDSHAKE_FIRST_TRY`]; the session's handshake
+    /// timeout: one link at a time, each for the whole timeout).
+    pub handshake_first_try: Option<Duration>,
     /// Links whose paths join late: (link, time). The client adds the path then, as the
     /// daemon does when an interface comes up (a phone entering 3G coverage, seed 003 Fig. 8);
-    /// the other links' paths are added at the start. Link 0 carries the handshake and is
-    /// always there.
+    /// the other links' paths are added at the start. Link 0 carries the first handshake
+    /// attempt and is always there; a link that joins late is not tried for the handshake.
     pub joins: Vec<(usize, Duration)>,
 }
 
@@ -84,6 +89,7 @@ impl SimConfig {
             switches: Vec::new(),
             short: None,
             joins: Vec::new(),
+            handshake_first_try: None,
         }
     }
 
@@ -94,14 +100,14 @@ impl SimConfig {
 }
 
 /// Adds link `i`'s path on the client and applies the link's settings to it.
-fn join_path(cfg: &SimConfig, client: &mut Session, now: Duration, i: usize) {
+pub(crate) fn join_path(cfg: &SimConfig, client: &mut Session, now: Duration, i: usize) {
     if let Ok(id) = client.add_path(ts(now), Some(client_addr(i)), SERVER) {
         configure_path(cfg, client, now, i, id);
     }
 }
 
 /// Applies link `i`'s weight, status and rate cap to its path `id`.
-fn configure_path(cfg: &SimConfig, client: &mut Session, now: Duration, i: usize, id: u8) {
+pub(crate) fn configure_path(cfg: &SimConfig, client: &mut Session, now: Duration, i: usize, id: u8) {
     if let Some(w) = cfg.weights.get(i).copied().flatten() {
         let _ = client.set_path_weight(id, Some(w));
     }
@@ -161,31 +167,26 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
         clients: vec![client_key.public_key()],
         session: cfg.session.clone(),
     };
-    let mut now = Duration::ZERO;
-    let mut sides = Sides {
-        client: Session::connect(
-            &client_cfg,
-            ts(now),
-            Some(client_addr(0)),
-            SERVER,
-            Seed::from_u64(cfg.seed ^ 0xc11e47),
-            1,
-        ),
-        endpoint: Endpoint::new(server_cfg, Seed::from_u64(cfg.seed ^ 0x5e7e7)),
-        server: None,
-    };
-    configure_path(cfg, &mut sides.client, now, 0, 0);
+    let now = Duration::ZERO;
+    // Paths that join late wait; the others are added at the start (they wait for the
+    // handshake, then validate).
     let mut joins: Vec<(usize, Duration)> = Vec::new();
     for i in 1..cfg.links.len() {
         match cfg.joins.iter().find(|(l, _)| *l == i) {
             Some(&(_, at)) if at > now => joins.push((i, at)),
-            // Paths wait for the handshake, then validate.
-            _ => join_path(cfg, &mut sides.client, now, i),
+            _ => {}
         }
     }
+    let pending: Vec<usize> = joins.iter().map(|(i, _)| *i).collect();
+    let (mut connector, client) = Connector::start(cfg, client_cfg, now, &pending);
+    let mut now = now;
+    let mut sides = Sides {
+        client,
+        endpoint: Endpoint::new(server_cfg, Seed::from_u64(cfg.seed ^ 0x5e7e7)),
+        server: None,
+    };
     let mut whole_run_reorder = 0usize;
     let mut holes = crate::holes::HoleFill::default();
-    sides.client.record_losses(cfg.bulk);
     let mut receive_window = 0u64;
     let mut lossfree = LossFreeReorder::new(&cfg.links);
     let mut switched: Vec<(Duration, Option<u8>)> = Vec::new();
@@ -236,6 +237,13 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
                 s.handle_timeout(ts(now));
             }
         }
+        // A handshake attempt that ended unanswered: the next link, as the daemon does.
+        if sides.client.is_closed() {
+            let pending: Vec<usize> = joins.iter().map(|(i, _)| *i).collect();
+            if let Some(next) = connector.next(cfg, now, &sides.client, &pending) {
+                sides.client = next;
+            }
+        }
         // Paths joining now.
         joins.retain(|&(i, at)| {
             if at <= now {
@@ -257,6 +265,9 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
         loop {
             let mut progressed = false;
             while let Some(e) = sides.client.poll_event() {
+                if matches!(e, braid_core::Event::Connected) {
+                    connector.established(now);
+                }
                 if cfg.bulk {
                     bulk.client_step(&mut sides.client, Some(&e));
                 }
@@ -398,6 +409,13 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
     }
     let end = finished_at.unwrap_or(cfg.duration).max(Duration::from_millis(1));
     let mut report = build_report(cfg, &sides, &net, &bulk, timeline, end, wall.elapsed());
+    report.handshake = HandshakeReport {
+        attempts: connector.attempts(),
+        established_ms: connector.established_on().map(|(_, t)| t.as_secs_f64() * 1e3),
+        link: connector.established_on().map(|(l, _)| l),
+        gave_up: connector.gave_up().map(|(e, _)| e.to_string()),
+        gave_up_ms: connector.gave_up().map(|(_, t)| t.as_secs_f64() * 1e3),
+    };
     report.reorder_max_steady_packets = report.reorder_max_packets;
     report.reorder_max_lossfree_packets = lossfree.max;
     report.receive_window_bytes = receive_window;
@@ -599,6 +617,7 @@ fn build_report(
             .collect(),
         cuts,
         closed: sides.client.close_reason().map(|r| r.to_string()),
+        handshake: HandshakeReport::default(),
         errors: bulk.errors.clone(),
         wire_digest: format!("{:016x}", net.digest()),
         wall_s: wall.as_secs_f64(),

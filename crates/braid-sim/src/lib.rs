@@ -6,6 +6,7 @@
 //! choice comes from the run's seed: the same seed gives the same bytes on the wire
 //! ([`SimReport::wire_digest`]), every time.
 
+mod connect;
 pub mod flow;
 pub mod harness;
 pub mod holes;

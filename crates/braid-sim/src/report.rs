@@ -69,6 +69,21 @@ pub struct CutReport {
     pub recovery_ms: Option<u64>,
 }
 
+/// How the client's connect phase went (the core's handshake failover over the links).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct HandshakeReport {
+    /// Handshake attempts (one per session the client started).
+    pub attempts: u32,
+    /// Virtual time at which the session was established, ms (None: it never was).
+    pub established_ms: Option<f64>,
+    /// The link whose handshake established it.
+    pub link: Option<usize>,
+    /// Why the client gave up connecting, if it did.
+    pub gave_up: Option<String>,
+    /// When it gave up, ms.
+    pub gave_up_ms: Option<f64>,
+}
+
 /// Everything a run measured.
 #[derive(Debug, Clone, Serialize)]
 pub struct SimReport {
@@ -132,6 +147,8 @@ pub struct SimReport {
     pub cuts: Vec<CutReport>,
     /// Why the session ended early, if it did.
     pub closed: Option<String>,
+    /// The connect phase: attempts, time to established, or the give-up.
+    pub handshake: HandshakeReport,
     /// Stream errors.
     pub errors: Vec<String>,
     /// Digest of every byte on the simulated wire (same seed, same digest).
@@ -257,6 +274,25 @@ impl SimReport {
                 format_rate(c.surviving_bps),
                 rec
             );
+        }
+        let h = &self.handshake;
+        match (&h.gave_up, h.established_ms, h.link) {
+            (Some(e), _, _) => {
+                let at = h.gave_up_ms.unwrap_or(0.0);
+                let _ =
+                    writeln!(s, "handshake       gave up at {at:.1} ms after {} attempts: {e}", h.attempts);
+            }
+            (None, Some(ms), Some(link)) if h.attempts > 1 => {
+                let _ = writeln!(
+                    s,
+                    "handshake       established at {ms:.1} ms over link {link} (attempt {})",
+                    h.attempts
+                );
+            }
+            (None, None, _) => {
+                let _ = writeln!(s, "handshake       not established");
+            }
+            _ => {}
         }
         if let Some(c) = &self.closed {
             let _ = writeln!(s, "session ended: {c}");

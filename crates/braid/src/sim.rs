@@ -47,9 +47,19 @@ pub struct SimArgs {
     #[arg(long = "restore", value_name = "I@T")]
     restores: Vec<String>,
     /// Link I's path joins at time T (the client adds it then, as when an interface comes
-    /// up): I@T, I ≥ 1 (link 0 carries the handshake).
+    /// up): I@T, I ≥ 1 (link 0 carries the first handshake attempt).
     #[arg(long = "join", value_name = "I@T")]
     joins: Vec<String>,
+    /// The client's handshake timeout (the session's): no attempt on one link waits longer,
+    /// and the client gives up after this much per link present at the start.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    handshake_timeout: Duration,
+    /// How long the handshake's first attempt on each link lasts before the next link is tried
+    /// (default 2s; later rounds double it). Set to the handshake timeout for one link at a
+    /// time, each for the whole timeout (the daemon's client before failover moved into the
+    /// core).
+    #[arg(long, value_parser = parse_duration)]
+    handshake_first_try: Option<Duration>,
     /// What the client sends: bulk (one stream), cbr:RATE (datagrams of class 0),
     /// layered:RATE,RATE,... (one datagram class per layer, base layer first and most important),
     /// or short:SIZE@INTERVAL (a request/response of SIZE bytes each way on a new stream every
@@ -304,6 +314,7 @@ pub fn config(args: &SimArgs) -> anyhow::Result<SimConfig> {
         loss_fetching: args.loss_fetching,
         path_admission: args.admission,
         redundancy: args.redundancy,
+        handshake_timeout: args.handshake_timeout,
         ..SessionConfig::default()
     };
     if let Some(w) = args.stream_window {
@@ -344,7 +355,7 @@ pub fn config(args: &SimArgs) -> anyhow::Result<SimConfig> {
     for j in &args.joins {
         let (i, t) = parse_event(j, "join", links.len())?;
         if i == 0 {
-            bail!("--join '{j}': link 0 carries the handshake and is there from the start");
+            bail!("--join '{j}': link 0 carries the first handshake attempt and is there from the start");
         }
         joins.push((i, t));
     }
@@ -361,6 +372,7 @@ pub fn config(args: &SimArgs) -> anyhow::Result<SimConfig> {
         warmup: args.warmup.unwrap_or(base.warmup),
         switches: args.switches.clone(),
         joins,
+        handshake_first_try: args.handshake_first_try,
         short: match args.workload {
             Workload::Short(s) => Some(s),
             _ => args.short,
