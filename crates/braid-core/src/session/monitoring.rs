@@ -59,7 +59,7 @@ impl Session {
         if self.last_data_sent.is_some_and(|t| now < t + PAIRS_AFTER_DATA) {
             for p in self.paths.iter_mut().filter(|p| p.state == PathState::Active) {
                 let capacity = p.capacity(now);
-                p.monitor.maybe_request_pair(now, capacity, p.mtu);
+                p.monitor.maybe_request_pair(now, &p.capacity_estimate, capacity, p.mtu);
                 // A path left out by admission is pinged up to five times a second (at most 1 %
                 // of its capacity), so that its loss rate (and re-admission) follows the link.
                 let cost = Duration::from_secs_f64(PING_BYTES / (0.01 * capacity.max(1.0)));
