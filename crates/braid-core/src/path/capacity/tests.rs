@@ -94,6 +94,13 @@ fn the_drain_rate_decays_per_sample_and_keeps_through_silence() {
 }
 
 #[test]
+fn the_weight_filter_starts_at_the_estimate_and_halves_a_step() {
+    assert_eq!(weight_filter(None, 800.0), 800.0);
+    assert_eq!(weight_filter(Some(800.0), 200.0), 500.0);
+    assert_eq!(weight_filter(Some(500.0), 200.0), 350.0);
+}
+
+#[test]
 fn goodput_capacity_removes_the_loss() {
     assert_eq!(goodput_capacity(1000.0, 0.0), 1000.0);
     assert_eq!(goodput_capacity(1000.0, 0.25), 750.0);
