@@ -109,6 +109,7 @@ pub struct PathInfo {
 #[cfg(test)]
 mod tests {
     use crate::crypto::{Seed, StaticSecret};
+    use crate::path::PathState;
     use crate::scheduler::PathView;
     use crate::{ClientConfig, Session, SessionConfig, Timestamp};
     use std::time::Duration;
@@ -153,6 +154,12 @@ mod tests {
         let (view, info) = both(&mut s);
         assert_eq!(view.rate, info.capacity.min(info.max_rate.unwrap() as f64));
         assert_eq!((view.rate, info.capacity), (1e6, 1.5e6));
+        // Path admission and the secondary-path trigger judge the path by the same figure.
+        s.paths[0].state = PathState::Active;
+        let now = s.last_activity;
+        let (view, _) = both(&mut s);
+        assert_eq!(s.admission_candidates(now)[0].rate, view.rate);
+        assert_eq!(s.active_capacity(now), view.rate);
         // The silence timer drains what is in flight at the same measurements.
         let p = &mut s.paths[0];
         p.in_flight = 150_000;

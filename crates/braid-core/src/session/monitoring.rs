@@ -101,20 +101,25 @@ impl Session {
         out
     }
 
-    fn run_admission(&mut self, now: Timestamp) {
-        let candidates: Vec<Candidate> = self
-            .paths
+    /// What admission judges each active path by. Its capacity S is the one the schedulers
+    /// use, under the path's policy cap: a capped path adds no more than its cap.
+    pub(super) fn admission_candidates(&self, now: Timestamp) -> Vec<Candidate> {
+        self.paths
             .iter()
             .filter(|p| p.is_usable() && p.status() == PathStatusKind::Active)
             .map(|p| Candidate {
                 id: p.id,
-                rate: p.capacity(now),
+                rate: p.usable_capacity(now),
                 loss: if p.admitted { p.monitor.impairment_loss } else { p.monitor.recent_impairment },
                 rtt: p.rtt.smoothed(),
                 samples: p.monitor.impairment_outcomes,
                 admitted: p.admitted,
             })
-            .collect();
+            .collect()
+    }
+
+    fn run_admission(&mut self, now: Timestamp) {
+        let candidates = self.admission_candidates(now);
         if candidates.is_empty() {
             return;
         }
