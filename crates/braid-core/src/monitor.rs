@@ -3,7 +3,7 @@
 //! | measurement | how |
 //! | --- | --- |
 //! | smoothed, minimum RTT, RTT variance | the path's RTT estimator (RFC 9002 §5), published here |
-//! | capacity | packet pair when the path starts and while it is not saturated (seed 001 §4.1), the delivery rate while it is (draft-cheng-iccrg-delivery-rate-estimation) |
+//! | capacity | packet pair when the path starts and while it is not saturated (seed 001 §4.1), the delivery rate while it is (draft-cheng-iccrg-delivery-rate-estimation): the monitor runs the pairs, the path's [`CapacityEstimate`] keeps the samples and gives the one estimate |
 //! | loss rate | share of ack-eliciting packets declared lost: a long average (about 256 packets) and a short one (about 32); and the same for impairment losses only (no queue: the link's own loss, what reliability and admission go by) |
 //! | jitter | RFC 3550 §6.4.1's estimator, J += (\|D\| − J)/16, over consecutive RTT samples |
 //! | state | probing, active, standby, suspect, down ([`MonitorState`]) |
@@ -17,9 +17,10 @@
 //! peer held it, so the gap between the two arrivals at the peer is the gap between the ACKs'
 //! arrivals minus the difference of their delays (the return trip is the same for both).
 
+use crate::path::capacity::CapacityEstimate;
 use crate::path::rtt::RttEstimator;
 use crate::time::Timestamp;
-use crate::timing::{PAIR_MAX_INTERVAL, PAIR_MIN_INTERVAL, PAIR_TIMEOUT, QUEUE_SLACK_MIN, RATE_WINDOW};
+use crate::timing::{PAIR_MAX_INTERVAL, PAIR_MIN_INTERVAL, PAIR_TIMEOUT, QUEUE_SLACK_MIN};
 use std::time::Duration;
 
 /// Weight of one packet in the long loss average (about the last 256 packets).
@@ -94,10 +95,6 @@ pub struct Monitor {
     pub outcomes: u64,
     /// Outcomes counted in the impairment figures.
     pub impairment_outcomes: u64,
-    /// Latest valid delivery-rate sample, bytes/s.
-    pub delivery_rate: f64,
-    /// Largest recent delivery-rate sample not limited by the application, bytes/s.
-    pub max_delivery_rate: f64,
     /// RFC 3550-style jitter of RTT samples.
     pub jitter: Duration,
     last_rtt: Option<Duration>,
@@ -109,21 +106,12 @@ pub struct Monitor {
     pub random_losses: u64,
     /// Loss events classed as congestion.
     pub congestion_losses: u64,
-    /// Latest packet-pair estimate, bytes/s, and when it was taken.
-    pub packet_pair: Option<(f64, Timestamp)>,
     /// The pair in flight.
     pub pair: Option<PairProbe>,
     /// Probe packets still to send for the next pair (2 when one is due).
     pub pair_due: u8,
     /// When the last pair was sent.
     pub pair_sent: Option<Timestamp>,
-    /// Samples until the path has delivered this many bytes are not saturated: the scheduler
-    /// held the path back while it could have sent.
-    pub unsaturated_until: u64,
-    /// Largest delivery-rate sample (any) in the current and previous rate windows.
-    recent_max: [(Timestamp, f64); 2],
-    /// Largest saturated (not application-limited) sample in the current and previous windows.
-    saturated_max: [(Timestamp, f64); 2],
 }
 
 fn ewma(v: &mut f64, x: f64, weight: f64, n: u64) {
@@ -159,57 +147,6 @@ impl Monitor {
         self.rtt_count += 1;
     }
 
-    /// A new delivery-rate sample at `now`.
-    pub fn on_delivery_rate(&mut self, now: Timestamp, rate: f64, app_limited: bool) {
-        self.delivery_rate = rate;
-        if !app_limited || rate > self.max_delivery_rate {
-            // Decay slowly so the maximum follows a path whose capacity shrank.
-            self.max_delivery_rate = rate.max(self.max_delivery_rate * 0.98);
-        }
-        windowed_max(&mut self.recent_max, now, rate);
-        if !app_limited {
-            windowed_max(&mut self.saturated_max, now, rate);
-        }
-    }
-
-    /// True when the path carried as much as it could within the last rate window.
-    pub fn saturated(&self, now: Timestamp) -> bool {
-        window_value(&self.saturated_max, now).is_some()
-    }
-
-    /// The path's capacity in bytes/s. `model` is the congestion controller's bottleneck
-    /// estimate if it keeps one (a windowed maximum that rides out short dips such as a
-    /// minimum-RTT probe); `fallback` is used when nothing was measured.
-    ///
-    /// * Saturated within the last 2 s: the largest saturated delivery rate (or the model's
-    ///   estimate, if larger).
-    /// * Not saturated (application-limited, or held back by the scheduler): the latest packet
-    ///   pair, repeated while the path stays unsaturated ([`Monitor::maybe_request_pair`]) — a
-    ///   direct measurement, where an application-limited delivery rate only bounds the
-    ///   capacity from below and a controller's model may carry an inflated sample; without a
-    ///   pair, the larger of those two.
-    pub fn capacity(&self, now: Timestamp, model: Option<f64>, fallback: f64) -> f64 {
-        let model = model.unwrap_or(0.0);
-        if let Some(s) = window_value(&self.saturated_max, now) {
-            return s.max(model);
-        }
-        if let Some((pair, _)) = self.packet_pair {
-            return pair;
-        }
-        let recent = window_value(&self.recent_max, now).unwrap_or(0.0);
-        let c = recent.max(model);
-        if c > 0.0 {
-            c
-        } else {
-            fallback
-        }
-    }
-
-    /// True once the path has a capacity estimate of its own (packet pair or delivery rate).
-    pub fn measured(&self) -> bool {
-        self.packet_pair.is_some() || self.max_delivery_rate > 0.0
-    }
-
     /// Asks for a packet pair now (path start).
     pub fn request_pair(&mut self) {
         if self.pair.is_none() {
@@ -218,18 +155,25 @@ impl Monitor {
     }
 
     /// Asks for a packet pair when one is due: the path is not saturated and the last pair is
-    /// older than max(2 s, the interval that keeps pairs under 2% of its capacity).
-    pub fn maybe_request_pair(&mut self, now: Timestamp, capacity: f64, mtu: usize) {
+    /// older than max(2 s, the interval that keeps pairs under 2% of its capacity). `estimate`
+    /// is the path's, and `capacity` its value now.
+    pub fn maybe_request_pair(
+        &mut self,
+        now: Timestamp,
+        estimate: &CapacityEstimate,
+        capacity: f64,
+        mtu: usize,
+    ) {
         if self.pair.is_some() && self.pair_sent.is_some_and(|t| now >= t + PAIR_TIMEOUT) {
             // A probe's timing never came back (an ACK that covered it with a later packet).
             self.pair = None;
         }
-        if self.pair.is_some() || self.pair_due > 0 || self.saturated(now) {
+        if self.pair.is_some() || self.pair_due > 0 || estimate.saturated(now) {
             return;
         }
         // Until a first pair succeeded (a probe can be lost), retry at the shortest interval.
         let cost = Duration::from_secs_f64(2.0 * mtu as f64 / (PAIR_MAX_SHARE * capacity.max(1.0)));
-        let interval = if self.packet_pair.is_none() {
+        let interval = if estimate.packet_pair().is_none() {
             PAIR_MIN_INTERVAL
         } else {
             PAIR_MIN_INTERVAL.max(cost).min(PAIR_MAX_INTERVAL)
@@ -263,11 +207,17 @@ impl Monitor {
     /// it when the two ACKs came back on different paths: with ACKs offloaded to a fast path
     /// and a liveness ACK on the path itself, the gap would carry the difference of two return
     /// trips (a 100 Mbit/s path beside a 2 Mbit/s, 5 ms one was measured at 28 Mbit/s and
-    /// held there by EDPF's in-flight bound).
-    pub fn on_ack_for_pair(&mut self, now: Timestamp, largest: u64, ack_delay: Duration, via: u8) {
-        let Some(p) = self.pair.as_mut() else { return };
+    /// held there by EDPF's in-flight bound). Returns a completed sample, bytes/s.
+    pub fn on_ack_for_pair(
+        &mut self,
+        now: Timestamp,
+        largest: u64,
+        ack_delay: Duration,
+        via: u8,
+    ) -> Option<f64> {
+        let p = self.pair.as_mut()?;
         if p.pns[0] == p.pns[1] {
-            return; // second probe not sent yet
+            return None; // second probe not sent yet
         }
         for (i, pn) in p.pns.iter().enumerate() {
             if largest == *pn {
@@ -282,9 +232,10 @@ impl Monitor {
             self.pair = None;
             // Below 1 µs the gap is noise (at 1452 bytes that would be beyond 10 Gbit/s).
             if same_return && gap >= 1e-6 {
-                self.packet_pair = Some((size as f64 / gap, now));
+                return Some(size as f64 / gap);
             }
         }
+        None
     }
 
     /// A probe of the pair was lost: the sample is abandoned.
@@ -345,20 +296,6 @@ impl Monitor {
     }
 }
 
-fn windowed_max(w: &mut [(Timestamp, f64); 2], now: Timestamp, v: f64) {
-    let half = RATE_WINDOW / 2;
-    if w[0].1 == 0.0 || now >= w[0].0 + half {
-        w[1] = w[0];
-        w[0] = (now, v);
-    } else {
-        w[0].1 = w[0].1.max(v);
-    }
-}
-
-fn window_value(w: &[(Timestamp, f64); 2], now: Timestamp) -> Option<f64> {
-    w.iter().filter(|(t, v)| *v > 0.0 && now < *t + RATE_WINDOW).map(|(_, v)| *v).reduce(f64::max)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -389,49 +326,38 @@ mod tests {
         m.on_pair_sent(ms(0), 7, 1452);
         m.on_pair_sent(ms(0), 8, 1452);
         // The peer received them 1.452 ms apart (1 MB/s) and acked each at once.
-        m.on_ack_for_pair(ms(30), 7, Duration::ZERO, 0);
-        m.on_ack_for_pair(Timestamp::from_nanos(31_452_000 + 100_000), 8, Duration::from_micros(100), 0);
-        let (r, _) = m.packet_pair.unwrap();
+        assert_eq!(m.on_ack_for_pair(ms(30), 7, Duration::ZERO, 0), None);
+        let r =
+            m.on_ack_for_pair(Timestamp::from_nanos(31_452_000 + 100_000), 8, Duration::from_micros(100), 0);
+        let r = r.unwrap();
         assert!((r - 1e6).abs() < 1e3, "{r}");
         assert!(m.pair.is_none());
         // Reported in one packet: the first probe's frame carries its longer delay.
         m.request_pair();
         m.on_pair_sent(ms(100), 9, 1452);
         m.on_pair_sent(ms(100), 10, 1452);
-        m.on_ack_for_pair(ms(130), 10, Duration::ZERO, 1);
-        m.on_ack_for_pair(ms(130), 9, Duration::from_micros(2904), 1);
-        let (r, _) = m.packet_pair.unwrap();
+        assert_eq!(m.on_ack_for_pair(ms(130), 10, Duration::ZERO, 1), None);
+        let r = m.on_ack_for_pair(ms(130), 9, Duration::from_micros(2904), 1).unwrap();
         assert!((r - 5e5).abs() < 1e3, "{r}");
         // The two ACKs came back on different paths: their return trips differ, no sample.
         m.request_pair();
         m.on_pair_sent(ms(200), 11, 1452);
         m.on_pair_sent(ms(200), 12, 1452);
-        m.on_ack_for_pair(ms(210), 11, Duration::ZERO, 1);
-        m.on_ack_for_pair(ms(350), 12, Duration::ZERO, 0);
+        assert_eq!(m.on_ack_for_pair(ms(210), 11, Duration::ZERO, 1), None);
+        assert_eq!(m.on_ack_for_pair(ms(350), 12, Duration::ZERO, 0), None);
         assert!(m.pair.is_none());
-        assert_eq!(m.packet_pair.map(|(r, _)| r.round()), Some(5e5), "the earlier sample stands");
     }
 
     #[test]
-    fn capacity_prefers_saturated_delivery_then_pair() {
-        let mut m = Monitor::default();
-        assert_eq!(m.capacity(ms(0), None, 5.0), 5.0);
-        m.packet_pair = Some((1000.0, ms(0)));
-        m.on_delivery_rate(ms(10), 400.0, true);
-        assert_eq!(m.capacity(ms(20), None, 5.0), 1000.0);
-        m.on_delivery_rate(ms(30), 800.0, false);
-        assert!(m.saturated(ms(40)));
-        assert_eq!(m.capacity(ms(40), None, 5.0), 800.0);
-        assert_eq!(m.capacity(ms(40), Some(900.0), 5.0), 900.0);
-        // Three seconds later the saturated samples have aged out.
-        assert_eq!(m.capacity(ms(3100), None, 5.0), 1000.0);
-        // Unsaturated: the pair, not application-limited rates or the model.
-        assert_eq!(m.capacity(ms(11_000), Some(300.0), 5.0), 1000.0);
-        assert_eq!(m.capacity(ms(11_000), Some(1300.0), 5.0), 1000.0);
-        m.packet_pair = None;
-        assert_eq!(m.capacity(ms(11_000), Some(1300.0), 5.0), 1300.0);
-        m.maybe_request_pair(ms(3100), 1000.0, 1452);
-        assert_eq!(m.pair_due, 2, "a fresh pair is due on an unsaturated path");
+    fn a_pair_is_due_only_on_an_unsaturated_path() {
+        let mut m = Monitor { pair_sent: Some(ms(0)), ..Monitor::default() };
+        let mut e = CapacityEstimate::default();
+        e.on_packet_pair(ms(0), 1000.0);
+        e.on_delivery_rate(ms(3000), 800.0, false);
+        m.maybe_request_pair(ms(3100), &e, 1e6, 1452);
+        assert_eq!(m.pair_due, 0, "a saturated path is measured by its delivery rate");
+        m.maybe_request_pair(ms(5100), &e, 1e6, 1452);
+        assert_eq!(m.pair_due, 2, "a fresh pair is due once the path is no longer saturated");
     }
 
     #[test]

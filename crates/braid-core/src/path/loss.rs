@@ -90,8 +90,8 @@ impl Path {
         }
         let rate = self.delivery.take_sample(self.rtt.min());
         if let Some(r) = rate.delivery_rate {
-            let held_back = rate.delivered <= self.monitor.unsaturated_until;
-            self.monitor.on_delivery_rate(now, r, rate.is_app_limited || held_back);
+            let held_back = self.capacity_estimate.held_back(rate.delivered);
+            self.capacity_estimate.on_delivery_rate(now, r, rate.is_app_limited || held_back);
         }
         if self.state == PathState::Active && acked_bytes > 0 {
             let ev = AckEvent { now, acked_bytes, largest_sent_time, prior_in_flight, rate };

@@ -3,6 +3,7 @@
 //! control, so a loss on one link never slows another).
 
 pub mod arrivals;
+pub mod capacity;
 pub mod judge;
 pub mod loss;
 pub mod mtu;
@@ -17,6 +18,7 @@ use crate::cc::{Algorithm, Controller};
 use crate::monitor::{Monitor, MonitorState};
 use crate::time::Timestamp;
 use crate::wire::PathStatusKind;
+use capacity::CapacityEstimate;
 use mtu::MtuDiscovery;
 use received::Received;
 use rtt::RttEstimator;
@@ -178,6 +180,9 @@ pub struct Path {
     pub stats: PathStats,
     /// Measurements for schedulers and status.
     pub monitor: Monitor,
+    /// The capacity estimate and the rate samples it rests on (read it through
+    /// [`Path::capacity`]).
+    pub capacity_estimate: CapacityEstimate,
     /// When the path was created.
     pub created: Timestamp,
     /// Path admission: false while the path is kept in standby because it would lower the
@@ -240,6 +245,7 @@ impl Path {
             pmtu: MtuDiscovery::new(mtu),
             stats: PathStats::default(),
             monitor: Monitor::default(),
+            capacity_estimate: CapacityEstimate::default(),
             created: now,
             admitted: true,
             admission_changed: now,
@@ -257,15 +263,18 @@ impl Path {
             PathState::Active if !self.admitted || self.status() == PathStatusKind::Standby => {
                 MonitorState::Standby
             }
-            PathState::Active if !self.rtt.has_sample() || !self.monitor.measured() => MonitorState::Probing,
+            PathState::Active if !self.rtt.has_sample() || !self.capacity_estimate.measured() => {
+                MonitorState::Probing
+            }
             PathState::Active => MonitorState::Active,
         }
     }
 
-    /// The path's capacity estimate in bytes/s (see `Monitor::capacity`).
+    /// The path's capacity in bytes/s: [`CapacityEstimate::estimate`] with the controller's
+    /// bottleneck model and the pacer's rate. Every reader of a path's capacity comes here
+    /// (or to [`Path::usable_capacity`]).
     pub fn capacity(&self, now: Timestamp) -> f64 {
-        let fallback = (self.pacer.rate() / 1.25).max(self.monitor.max_delivery_rate);
-        self.monitor.capacity(now, self.cc.bandwidth(), fallback).max(1.0)
+        self.capacity_estimate.estimate(now, self.cc.bandwidth(), self.pacer.rate())
     }
 
     /// The capacity this path may use: its estimate, under the client's cap if it has one.
@@ -390,7 +399,7 @@ impl Path {
     /// path needs to transmit what is in flight — on a slow link a single full packet takes
     /// longer than 200 ms, and its acknowledgement cannot come sooner.
     pub fn silence_threshold(&self) -> Duration {
-        let rate = self.monitor.packet_pair.map_or(0.0, |(r, _)| r).max(self.monitor.max_delivery_rate);
+        let rate = self.capacity_estimate.drain_rate();
         let transmit = if rate > 0.0 {
             Duration::from_secs_f64((self.in_flight as f64 / rate).min(60.0))
         } else {

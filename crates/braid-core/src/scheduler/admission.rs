@@ -27,6 +27,7 @@
 //! 2 %), so a path near the limit does not flap. The session applies a verdict only when the
 //! path's previous change is 2 s old.
 
+use crate::path::capacity::goodput_capacity;
 use crate::path::PathId;
 use std::time::Duration;
 
@@ -78,7 +79,7 @@ pub fn group_bound(members: &[&Candidate], mss: f64) -> f64 {
     members
         .iter()
         .map(|c| {
-            let capacity = c.rate * (1.0 - c.loss);
+            let capacity = goodput_capacity(c.rate, c.loss);
             if c.loss < LOSS_FLOOR {
                 return capacity;
             }

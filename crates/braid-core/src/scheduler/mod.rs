@@ -79,8 +79,8 @@ pub struct PathView {
     pub in_flight: u64,
     /// When a packet of the intended size may leave (pacing); None while the window is full.
     pub ready_at: Option<Timestamp>,
-    /// Estimated path capacity, bytes/s (the monitor's estimate: saturated delivery rate,
-    /// packet pair, or the controller's bottleneck estimate).
+    /// Estimated path capacity, bytes/s: the path's one estimate under its policy cap
+    /// ([`crate::path::Path::usable_capacity`], see [`crate::path::capacity`]).
     pub rate: f64,
     /// Smoothed loss fraction.
     pub loss_rate: f64,

@@ -29,6 +29,7 @@
 
 use super::surplus::SurplusTurn;
 use super::{striped, usable_for_data, wait_for, ClassView, Decision, PacketInfo, PathView, Scheduler};
+use crate::path::capacity::goodput_capacity;
 use crate::path::PathId;
 use crate::time::Timestamp;
 use std::collections::BTreeMap;
@@ -105,7 +106,7 @@ pub fn allocate(
     let mut remaining: Vec<(PathId, f64)> = order
         .iter()
         .filter_map(|id| paths.iter().find(|p| p.id == *id))
-        .map(|p| (p.id, p.rate * (1.0 - p.loss_rate).max(0.0) * HEADROOM))
+        .map(|p| (p.id, goodput_capacity(p.rate, p.loss_rate) * HEADROOM))
         .collect();
     let mut used: Vec<PathId> = Vec::new();
     let mut sorted: Vec<&ClassView> = classes.iter().collect();

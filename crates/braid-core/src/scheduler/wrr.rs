@@ -4,8 +4,8 @@
 //! sends while the counter is positive, and the overshoot carries into the next round.
 //!
 //! Weights are static (set per path with `Session::set_path_weight`, as seed 002's sysfs
-//! weights) or automatic: every second each path's measured capacity is smoothed (EWMA,
-//! α = 0.5) and the weights are set proportional to it, the largest being 100 (seed 002 §V:
+//! weights) or automatic: every second each path's capacity estimate is filtered (EWMA,
+//! α = 0.5, [`crate::path::capacity::weight_filter`]) and the weights are set proportional to it, the largest being 100 (seed 002 §V:
 //! "calculates the available bandwidth … combined and filtered to calculate a link weight
 //! set"). Seed 002's second rule is applied on top — "As the disparity of the link impairments
 //! on the component links increases, overweight the highest bandwidth link" — by scaling a
@@ -21,6 +21,7 @@
 
 use super::surplus::SurplusTurn;
 use super::{eligible_for, striped, wait_for, Decision, PacketInfo, PathView, Scheduler};
+use crate::path::capacity::weight_filter;
 use crate::path::PathId;
 use crate::time::Timestamp;
 use std::collections::BTreeMap;
@@ -31,8 +32,6 @@ use std::collections::BTreeMap;
 /// a time, `braid sim` with four `115.2kbit/100ms` links, 60 s), with one packet 0.82.
 const QUANTUM: f64 = 1500.0;
 pub use crate::timing::REWEIGHT_INTERVAL;
-/// EWMA weight of a new capacity measurement.
-const ALPHA: f64 = 0.5;
 /// Loss disparity below which weights follow bandwidth alone (seed 002 rule 1).
 pub const DISPARITY_LOW: f64 = 0.01;
 /// Loss disparity at which the worse path's weight reaches zero (seed 002 rule 2 → rule 3).
@@ -69,8 +68,8 @@ impl Wrr {
         }
         self.next_reweight = Some(now + REWEIGHT_INTERVAL);
         for p in paths {
-            let s = self.smoothed.entry(p.id).or_insert(p.rate);
-            *s = ALPHA * p.rate + (1.0 - ALPHA) * *s;
+            let previous = self.smoothed.get(&p.id).copied();
+            self.smoothed.insert(p.id, weight_filter(previous, p.rate));
         }
         self.smoothed.retain(|id, _| paths.iter().any(|p| p.id == *id));
         let new = auto_weights(paths, &self.smoothed);

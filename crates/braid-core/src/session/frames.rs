@@ -148,7 +148,10 @@ impl Session {
             // Packet pair: the time the peer received the probe this frame reports as largest
             // (whether or not it acknowledges anything new).
             let delay = std::time::Duration::from_micros(ack.ack_delay_us);
-            self.paths[idx].monitor.on_ack_for_pair(now, ack.largest, delay, via);
+            let p = &mut self.paths[idx];
+            if let Some(rate) = p.monitor.on_ack_for_pair(now, ack.largest, delay, via) {
+                p.capacity_estimate.on_packet_pair(now, rate);
+            }
         }
         self.paths[idx].rtt.next_sample_route(via);
         let mut acked = std::mem::take(&mut self.acked_scratch);

@@ -24,14 +24,14 @@ impl Session {
             cwnd: p.cc.window(),
             in_flight: p.in_flight,
             pacing_rate: p.pacer.rate(),
-            delivery_rate: p.monitor.delivery_rate,
+            delivery_rate: p.capacity_estimate.latest_delivery_rate(),
             loss_rate: p.monitor.loss_rate,
             jitter: p.monitor.jitter,
             congestion: p.cc.name(),
             stats: p.stats.clone(),
             monitor_state: p.monitor_state(),
             capacity: p.capacity(self.last_activity),
-            packet_pair: p.monitor.packet_pair.map(|(r, _)| r),
+            packet_pair: p.capacity_estimate.packet_pair(),
             impairment_loss: p.monitor.impairment_loss,
             random_losses: p.monitor.random_losses,
             congestion_losses: p.monitor.congestion_losses,
@@ -104,4 +104,67 @@ pub struct PathInfo {
     pub weight: Option<u32>,
     /// Rate cap, bytes/s (None: none).
     pub max_rate: Option<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::crypto::{Seed, StaticSecret};
+    use crate::path::PathState;
+    use crate::scheduler::PathView;
+    use crate::{ClientConfig, Session, SessionConfig, Timestamp};
+    use std::time::Duration;
+
+    fn session() -> Session {
+        let config = ClientConfig {
+            secret: StaticSecret::from_bytes([11; 32]),
+            server_key: StaticSecret::from_bytes([22; 32]).public_key(),
+            session: SessionConfig::default(),
+        };
+        let now = Timestamp::from_nanos(1_000_000_000);
+        let (local, server) = ("10.0.0.1:4000".parse().unwrap(), "10.9.0.1:443".parse().unwrap());
+        Session::connect(&config, now, Some(local), server, Seed::from_u64(1), 1000)
+    }
+
+    /// The scheduler's view of path 0 and the status API's, at the session's clock.
+    fn both(s: &mut Session) -> (PathView, super::PathInfo) {
+        let now = s.last_activity;
+        let mut views = Vec::new();
+        s.path_views(now, 1200, 0, &mut views);
+        (views.remove(0), s.path_info(0).unwrap())
+    }
+
+    #[test]
+    fn status_and_scheduler_read_the_same_capacity() {
+        let mut s = session();
+        // Fresh: both take the pacer's rate without its gain.
+        let (view, info) = both(&mut s);
+        assert_eq!(view.rate, info.capacity);
+        assert_eq!(info.capacity, s.paths[0].capacity(s.last_activity));
+        // After delivery-rate samples and a packet pair.
+        let now = s.last_activity;
+        let p = &mut s.paths[0];
+        p.capacity_estimate.on_packet_pair(now, 2e6);
+        p.capacity_estimate.on_delivery_rate(now, 1.5e6, false);
+        let (view, info) = both(&mut s);
+        assert_eq!((view.rate, info.capacity), (1.5e6, 1.5e6));
+        assert_eq!((info.delivery_rate, info.packet_pair), (1.5e6, Some(2e6)));
+        // A policy cap: the scheduler uses the capped estimate, the status shows the estimate
+        // and the cap.
+        s.paths[0].max_rate = Some(1_000_000);
+        let (view, info) = both(&mut s);
+        assert_eq!(view.rate, info.capacity.min(info.max_rate.unwrap() as f64));
+        assert_eq!((view.rate, info.capacity), (1e6, 1.5e6));
+        // Path admission and the secondary-path trigger judge the path by the same figure.
+        s.paths[0].state = PathState::Active;
+        let now = s.last_activity;
+        let (view, _) = both(&mut s);
+        assert_eq!(s.admission_candidates(now)[0].rate, view.rate);
+        assert_eq!(s.active_capacity(now), view.rate);
+        // The silence timer drains what is in flight at the same measurements.
+        let p = &mut s.paths[0];
+        p.in_flight = 150_000;
+        let base = p.silence_threshold() - Duration::from_secs_f64(150_000.0 / 2e6);
+        p.in_flight = 0;
+        assert_eq!(p.silence_threshold(), base);
+    }
 }

@@ -59,7 +59,7 @@ impl Session {
         if self.last_data_sent.is_some_and(|t| now < t + PAIRS_AFTER_DATA) {
             for p in self.paths.iter_mut().filter(|p| p.state == PathState::Active) {
                 let capacity = p.capacity(now);
-                p.monitor.maybe_request_pair(now, capacity, p.mtu);
+                p.monitor.maybe_request_pair(now, &p.capacity_estimate, capacity, p.mtu);
                 // A path left out by admission is pinged up to five times a second (at most 1 %
                 // of its capacity), so that its loss rate (and re-admission) follows the link.
                 let cost = Duration::from_secs_f64(PING_BYTES / (0.01 * capacity.max(1.0)));
@@ -101,20 +101,25 @@ impl Session {
         out
     }
 
-    fn run_admission(&mut self, now: Timestamp) {
-        let candidates: Vec<Candidate> = self
-            .paths
+    /// What admission judges each active path by. Its capacity S is the one the schedulers
+    /// use, under the path's policy cap: a capped path adds no more than its cap.
+    pub(super) fn admission_candidates(&self, now: Timestamp) -> Vec<Candidate> {
+        self.paths
             .iter()
             .filter(|p| p.is_usable() && p.status() == PathStatusKind::Active)
             .map(|p| Candidate {
                 id: p.id,
-                rate: p.capacity(now),
+                rate: p.usable_capacity(now),
                 loss: if p.admitted { p.monitor.impairment_loss } else { p.monitor.recent_impairment },
                 rtt: p.rtt.smoothed(),
                 samples: p.monitor.impairment_outcomes,
                 admitted: p.admitted,
             })
-            .collect();
+            .collect()
+    }
+
+    fn run_admission(&mut self, now: Timestamp) {
+        let candidates = self.admission_candidates(now);
         if candidates.is_empty() {
             return;
         }

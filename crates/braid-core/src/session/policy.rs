@@ -156,14 +156,20 @@ impl Session {
         if !self.paths.iter().any(|p| p.status() == PathStatusKind::Secondary) {
             return;
         }
-        let active: Vec<&Path> =
-            self.paths.iter().filter(|p| p.is_usable() && p.status() == PathStatusKind::Active).collect();
-        let rate: f64 = active.iter().map(|p| p.capacity(now)).sum();
+        let active = self.paths.iter().any(|p| p.is_usable() && p.status() == PathStatusKind::Active);
+        let rate = self.active_capacity(now);
         let backlog = (self.streams.unsent_total() + self.datagrams.queued_bytes()) as f64;
-        let short = active.is_empty() || backlog / rate.max(1.0) > SECONDARY_SATURATION.as_secs_f64();
+        let short = !active || backlog / rate.max(1.0) > SECONDARY_SATURATION.as_secs_f64();
         if short {
             self.policy.secondary_until = Some(now + SECONDARY_HOLD);
         }
+    }
+
+    /// What the active paths drain together, bytes/s: their capacities as the schedulers use
+    /// them (under each path's policy cap).
+    pub(super) fn active_capacity(&self, now: Timestamp) -> f64 {
+        let active = self.paths.iter().filter(|p| p.is_usable() && p.status() == PathStatusKind::Active);
+        active.map(|p| p.usable_capacity(now)).sum()
     }
 
     /// Whether secondary paths carry data now.

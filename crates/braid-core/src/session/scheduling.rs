@@ -251,7 +251,7 @@ impl Session {
         for v in views.iter().filter(|v| v.ready(now)) {
             if let Some(p) = self.paths.iter_mut().find(|p| p.id == v.id) {
                 if p.window_room() > p.mtu as u64 {
-                    p.monitor.unsaturated_until = p.delivery.delivered() + p.in_flight;
+                    p.capacity_estimate.hold_back(p.delivery.delivered() + p.in_flight);
                 }
             }
         }
