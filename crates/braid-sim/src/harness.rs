@@ -605,6 +605,16 @@ fn build_report(
             .flatten()
             .map(|s| s.critical_copies().1)
             .sum(),
+        acks_offloaded: [Some(&sides.client), server]
+            .into_iter()
+            .flatten()
+            .map(|s| s.ack_offload_stats().offloaded)
+            .sum(),
+        acks_dropped: [Some(&sides.client), server]
+            .into_iter()
+            .flatten()
+            .map(|s| s.ack_offload_stats().dropped)
+            .sum(),
         short_flows: None,
         key_phase: sides.client.key_phase(),
         paths,

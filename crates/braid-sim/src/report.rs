@@ -132,6 +132,11 @@ pub struct SimReport {
     pub critical_copies: u64,
     /// Their bytes on the wire.
     pub critical_copy_bytes: u64,
+    /// ACK packets the receiving sides offloaded to a secondary path, both sides (seed 003's
+    /// offloading-ACK, `--ack-path secondary`).
+    pub acks_offloaded: u64,
+    /// Replaceable ACKs they dropped because the secondary was short.
+    pub acks_dropped: u64,
     /// Short request/response flows, when the workload has them.
     pub short_flows: Option<crate::short::ShortReport>,
     /// The client's packet key generation at the end (key updates in the run).
@@ -242,6 +247,13 @@ impl SimReport {
                 s,
                 "copies          {} critical ({} bytes of {} sent)",
                 self.critical_copies, self.critical_copy_bytes, self.bytes_sent
+            );
+        }
+        if self.acks_offloaded + self.acks_dropped > 0 {
+            let _ = writeln!(
+                s,
+                "offloaded ACKs  {} packets on the secondary, {} replaceable dropped",
+                self.acks_offloaded, self.acks_dropped
             );
         }
         if let Some(f) = &self.short_flows {

@@ -43,6 +43,14 @@ fn replaceable_acks_are_dropped_when_the_secondary_is_short() {
     let off = bulk(&l, AckPath::Secondary);
     let (wifi_same, wifi_off) = (same.paths[0].return_bytes, off.paths[0].return_bytes);
     assert!(wifi_off * 10 < wifi_same, "ACK bytes on the Wi-Fi: {wifi_off} vs {wifi_same}");
+    // The Offloader's counters reach the report: ACK packets on the 3G and dropped ones.
+    assert!(
+        off.acks_offloaded > 1000 && off.acks_dropped > 1000,
+        "{} / {}",
+        off.acks_offloaded,
+        off.acks_dropped
+    );
+    assert_eq!((same.acks_offloaded, same.acks_dropped), (0, 0));
     assert!(
         off.goodput_bps > 1.2 * same.goodput_bps,
         "secondary {} vs same path {}",

@@ -4,7 +4,8 @@
 //! `AckPath::Secondary` seed 003's own Offloader decides (see `ack_offload`), spending the
 //! credit this type owns.
 
-use super::ack_offload::{self, Credit, Route, CAPACITY_SHARE};
+use super::ack_offload::{self, Credit, OffloadStats, Route, CAPACITY_SHARE};
+use super::Session;
 use crate::config::AckPath;
 use crate::path::{Path, PathState};
 use crate::time::Timestamp;
@@ -131,7 +132,7 @@ impl AckCarrier {
         for i in 0..paths.len() {
             if paths[i].received.ack_due(now) && self.route(paths, i, now) == Route::Drop {
                 paths[i].received.on_ack_replaced();
-                self.credit.dropped += 1;
+                self.credit.on_dropped();
             }
         }
     }
@@ -149,5 +150,13 @@ impl AckCarrier {
         if let Some((_, rate)) = Self::secondary(paths, i, now).filter(|(j, _)| *j == carrier && *j != i) {
             self.credit.spend(now, rate, bytes);
         }
+    }
+}
+
+impl Session {
+    /// Seed 003's Offloader counters: ACK packets offloaded to the secondary path and
+    /// replaceable ACKs dropped (zero unless `AckPath::Secondary`).
+    pub fn ack_offload_stats(&self) -> OffloadStats {
+        self.ack_carrier.credit.stats()
     }
 }

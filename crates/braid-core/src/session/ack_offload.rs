@@ -70,9 +70,17 @@ pub fn route(window: f64, secondary: Option<usize>, credit: bool, replaceable: b
 pub struct Credit {
     bytes: f64,
     refilled: Option<Timestamp>,
-    /// ACK packets sent on the secondary.
+    stats: OffloadStats,
+}
+
+/// What the Offloader did over the session (`AckPath::Secondary`): shown by `braid sim` and in
+/// the daemon's status, so that a user sees whether the secondary carried the ACKs or was too
+/// short for them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OffloadStats {
+    /// ACK packets sent on the secondary path.
     pub offloaded: u64,
-    /// Replaceable ACKs dropped.
+    /// Replaceable ACKs dropped because the secondary's credit was short (rule (c)).
     pub dropped: u64,
 }
 
@@ -92,7 +100,17 @@ impl Credit {
         let wire = bytes as f64 + 28.0;
         self.bytes = self.available(now, rate) - wire;
         self.refilled = Some(now);
-        self.offloaded += 1;
+        self.stats.offloaded += 1;
+    }
+
+    /// A replaceable ACK was dropped.
+    pub fn on_dropped(&mut self) {
+        self.stats.dropped += 1;
+    }
+
+    /// The counters so far.
+    pub fn stats(&self) -> OffloadStats {
+        self.stats
     }
 }
 
@@ -131,5 +149,6 @@ mod tests {
         }
         assert_eq!(offered, 10_000);
         assert!((755..=770).contains(&sent), "{sent}");
+        assert_eq!(c.stats(), OffloadStats { offloaded: sent, dropped: 0 });
     }
 }

@@ -59,6 +59,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use ack_offload::OffloadStats;
 pub use builder::Transmit;
 pub use events::{CloseReason, Event, PathEvent};
 pub use info::PathInfo;
