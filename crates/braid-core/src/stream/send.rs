@@ -329,7 +329,7 @@ impl SendStream {
         if start >= end {
             return None;
         }
-        self.acked.gaps_in(start..end).into_iter().next()
+        self.acked.gaps_in(start..end).next()
     }
 
     /// True when `[offset, offset + len)` is acknowledged.
