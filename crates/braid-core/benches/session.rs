@@ -122,14 +122,12 @@ fn transfer(bytes: usize, paths: usize) -> Transfer {
     let id = p.client.open_stream(0).expect("stream");
     let chunk = Bytes::from((0..WRITE).map(|i| (i * 7 % 251) as u8).collect::<Vec<u8>>());
     let (mut written, mut received, mut datagrams) = (0usize, 0usize, 0u64);
-    let (mut client_ns, mut server_ns) = (0u64, 0u64);
+    let (mut client_cost, mut server_cost) = (Cost::default(), Cost::default());
     let mut out = TransmitBatch::new();
     let mut ack_buf = Vec::new();
     let mut due = Vec::new();
     let mut steps = 0u64;
-    let (mut client_allocs, mut server_allocs) = (0u64, 0u64);
-    let mut mark = thread_cpu_ns();
-    let mut allocs = ALLOCATIONS.load(Ordering::Relaxed);
+    let mut lap = Lap::start();
     while received < bytes {
         steps += 1;
         assert!(steps < 10_000_000, "the transfer stalled at {received} of {bytes} bytes");
@@ -150,12 +148,7 @@ fn transfer(bytes: usize, paths: usize) -> Transfer {
                 up.push(p.now, b.source.unwrap_or(client), b.destination, d);
             }
         }
-        let t = thread_cpu_ns();
-        client_ns += t - mark;
-        mark = t;
-        let a = ALLOCATIONS.load(Ordering::Relaxed);
-        client_allocs += a - allocs;
-        allocs = a;
+        lap.charge(&mut client_cost);
         // Server: every datagram due, the reads, the ACKs.
         let server = p.server.as_mut().expect("server session");
         // As the daemon receives: one buffer per batch (recvmmsg), split per datagram.
@@ -183,29 +176,49 @@ fn transfer(bytes: usize, paths: usize) -> Transfer {
         while let Some(t) = server.poll_transmit(p.now, &mut ack_buf) {
             down.push(p.now, server_addr, t.destination, &ack_buf[..t.size]);
         }
-        let t = thread_cpu_ns();
-        server_ns += t - mark;
-        mark = t;
-        let a = ALLOCATIONS.load(Ordering::Relaxed);
-        server_allocs += a - allocs;
-        allocs = a;
+        lap.charge(&mut server_cost);
     }
     let simulated = steps as f64 * STEP_US as f64 / 1e6;
     eprintln!(
         "{paths} path(s): {steps} steps, {simulated:.2} s simulated, {:.2} Gbit/s",
         received as f64 * 8.0 / simulated / 1e9
     );
-    Transfer { client_ns, server_ns, received, datagrams, client_allocs, server_allocs }
+    Transfer { client: client_cost, server: server_cost, received, datagrams }
+}
+
+/// CPU time and allocations charged to one side.
+#[derive(Default)]
+struct Cost {
+    ns: u64,
+    allocs: u64,
+}
+
+/// The CPU clock and allocation count since the last charge.
+struct Lap {
+    ns: u64,
+    allocs: u64,
+}
+
+impl Lap {
+    fn start() -> Self {
+        Lap { ns: thread_cpu_ns(), allocs: ALLOCATIONS.load(Ordering::Relaxed) }
+    }
+
+    /// Charges what was spent since the last charge to `side`.
+    fn charge(&mut self, side: &mut Cost) {
+        let now = Lap::start();
+        side.ns += now.ns - self.ns;
+        side.allocs += now.allocs - self.allocs;
+        *self = now;
+    }
 }
 
 /// What one transfer cost each side.
 struct Transfer {
-    client_ns: u64,
-    server_ns: u64,
+    client: Cost,
+    server: Cost,
     received: usize,
     datagrams: u64,
-    client_allocs: u64,
-    server_allocs: u64,
 }
 
 /// CPU-seconds per GB of sealing plus opening 1452-byte packets with `cipher`.
@@ -239,11 +252,11 @@ fn main() {
             "{:<6} {:>7.3} {:>12.3} {:>12.3} {:>12.0} {:>15.2} {:>15.2}",
             paths,
             gb,
-            t.client_ns as f64 / 1e9 / gb,
-            t.server_ns as f64 / 1e9 / gb,
-            per(t.client_ns + t.server_ns),
-            per(t.client_allocs),
-            per(t.server_allocs)
+            t.client.ns as f64 / 1e9 / gb,
+            t.server.ns as f64 / 1e9 / gb,
+            per(t.client.ns + t.server.ns),
+            per(t.client.allocs),
+            per(t.server.allocs)
         );
     }
     println!("(the wire's copy of each datagram, one allocation, counts to the client; one per batch to the server)");
