@@ -7,6 +7,7 @@
 //! ([`SimReport::wire_digest`]), every time.
 
 mod connect;
+pub mod crowd;
 pub mod flow;
 pub mod harness;
 pub mod holes;

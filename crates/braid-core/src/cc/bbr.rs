@@ -29,6 +29,9 @@ const MIN_RTT_TOLERANCE: Duration = Duration::from_micros(250);
 const PROBE_RTT_DRAIN_GAIN: f64 = 0.75;
 /// How long ProbeRTT holds the window at its minimum.
 const PROBE_RTT_TIME: Duration = Duration::from_millis(200);
+/// The ProbeRTT window as a share of the bandwidth-delay product for [`Bbr::shared`]
+/// (BBRv2's `BBRProbeRTTCwndGain`, draft-cardwell-iccrg-bbr-congestion-control-02 §4.3.4.4).
+const SHARED_PROBE_RTT_GAIN: f64 = 0.5;
 /// The smallest window, in packets.
 const MIN_PIPE_PACKETS: u64 = 4;
 /// Rounds the ACK-aggregation estimate looks back (BBRv2's `extra_acked` window).
@@ -76,6 +79,9 @@ pub struct Bbr {
     probe_rtt_base: Option<Duration>,
     /// Keep in flight about one BDP (see [`Controller::set_latency_bound`]).
     latency_bound: bool,
+    /// The ProbeRTT window as a share of the bandwidth-delay product.
+    probe_rtt_gain: f64,
+    name: &'static str,
 }
 
 impl Bbr {
@@ -106,7 +112,26 @@ impl Bbr {
             extra_acked: VecDeque::new(),
             probe_rtt_base: None,
             latency_bound: false,
+            probe_rtt_gain: 1.0,
+            name: "bbr",
         }
+    }
+
+    /// A controller for a bottleneck shared with many other flows: ProbeRTT drains to half a
+    /// bandwidth-delay product (BBRv2's depth) instead of one.
+    ///
+    /// Why: a flow that starts while others keep the shared queue full measures that queue
+    /// as its minimum RTT, and with it a larger BDP and window than theirs; BBR's window is
+    /// what bounds each flow in a standing queue, so the late flow takes more and keeps the
+    /// queue up. Draining to one (inflated) BDP removes nothing from the queue; draining to
+    /// half does, the other flows see lower RTTs and refresh their minimum at the same time,
+    /// their ProbeRTTs fall into step, and the queue empties for all (the synchronisation
+    /// BBR relies on, Cardwell et al., ACM Queue 2016). In `braid-sim`'s crowd of 20 sessions
+    /// through 50 Mbit/s the largest deviation from the mean goodput went from 443 % to
+    /// 10–20 %. The cost: a lone path whose samples never come back within 1/64 of its
+    /// minimum probes every 10 s at half its rate for 200 ms, about 1 % of its goodput.
+    pub fn shared(mss: u64) -> Self {
+        Bbr { probe_rtt_gain: SHARED_PROBE_RTT_GAIN, name: "bbr-shared", ..Bbr::new(mss) }
     }
 
     fn min_window(&self) -> u64 {
@@ -125,7 +150,7 @@ impl Bbr {
         };
         match base {
             Some(rtt) if self.btl_bw > 0.0 => {
-                ((self.btl_bw * rtt.as_secs_f64()) as u64).max(self.min_window())
+                ((self.probe_rtt_gain * self.btl_bw * rtt.as_secs_f64()) as u64).max(self.min_window())
             }
             _ => self.min_window(),
         }
@@ -392,7 +417,7 @@ impl Controller for Bbr {
     }
 
     fn name(&self) -> &'static str {
-        "bbr"
+        self.name
     }
 }
 

@@ -125,6 +125,11 @@ pub enum Algorithm {
     /// Delivery-rate model after BBR v1.
     #[default]
     Bbr,
+    /// The same for a bottleneck shared with many other flows, such as a server's uplink
+    /// with many clients behind it: ProbeRTT drains to half a bandwidth-delay product, as
+    /// BBRv2 does, so that the flows see the empty queue together and converge to equal
+    /// shares (see [`bbr::Bbr::shared`]).
+    BbrShared,
 }
 
 impl Algorithm {
@@ -134,12 +139,17 @@ impl Algorithm {
             Algorithm::NewReno => Box::new(newreno::NewReno::new(mss)),
             Algorithm::Cubic => Box::new(cubic::Cubic::new(mss)),
             Algorithm::Bbr => Box::new(bbr::Bbr::new(mss)),
+            Algorithm::BbrShared => Box::new(bbr::Bbr::shared(mss)),
         }
     }
 
     /// Every algorithm, with its name.
-    pub const ALL: [(&'static str, Algorithm); 3] =
-        [("newreno", Algorithm::NewReno), ("cubic", Algorithm::Cubic), ("bbr", Algorithm::Bbr)];
+    pub const ALL: [(&'static str, Algorithm); 4] = [
+        ("newreno", Algorithm::NewReno),
+        ("cubic", Algorithm::Cubic),
+        ("bbr", Algorithm::Bbr),
+        ("bbr-shared", Algorithm::BbrShared),
+    ];
 }
 
 impl FromStr for Algorithm {
@@ -149,7 +159,7 @@ impl FromStr for Algorithm {
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(s))
             .map(|(_, a)| *a)
-            .ok_or_else(|| format!("unknown congestion controller '{s}' (newreno, cubic, bbr)"))
+            .ok_or_else(|| format!("unknown congestion controller '{s}' (newreno, cubic, bbr, bbr-shared)"))
     }
 }
 
