@@ -14,6 +14,7 @@
 //!
 //!     cargo run --release -p braid-emu --example many_sessions -- --sessions 1000 --active 0
 //!     cargo run --release -p braid-emu --example many_sessions -- --sessions 100 --active 100 --bottleneck 200mbit/10ms
+//!     ... --congestion bbr-shared   (the server's controller, which sends the downloads)
 //!
 //! Targets (issue 13): ≤ 100 MB server RSS with 1,000 idle sessions; 100 active sessions within
 //! 10 % of each other. The last line is one JSON object with the figures.
@@ -42,6 +43,7 @@ struct Args {
     idle: Duration,
     duration: Duration,
     bottleneck: Option<LinkSpec>,
+    congestion: braid_core::cc::Algorithm,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -51,6 +53,7 @@ fn parse_args() -> Result<Args, String> {
         idle: Duration::from_secs(10),
         duration: Duration::from_secs(20),
         bottleneck: None,
+        congestion: braid_core::cc::Algorithm::default(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -64,6 +67,7 @@ fn parse_args() -> Result<Args, String> {
             "--bottleneck" => {
                 a.bottleneck = Some(LinkSpec::parse(&value).map_err(|e| format!("--bottleneck: {e}"))?)
             }
+            "--congestion" => a.congestion = value.parse().map_err(|e| format!("--congestion: {e}"))?,
             _ => return Err(format!("unknown option {flag}")),
         }
     }
@@ -94,11 +98,29 @@ async fn serve() {
         egress: EgressPolicy::open(),
         status: None,
         status_token_file: None,
-        session: SessionConfig::default(),
+        // The server sends the downloads: its congestion controller is the one that shares
+        // the bottleneck (`--congestion`, passed down in the environment).
+        session: SessionConfig {
+            congestion: std::env::var("MANY_SESSIONS_CONGESTION")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_default(),
+            ..SessionConfig::default()
+        },
     };
     let server = start_server(settings).await.expect("server starts");
     println!("{}", server.addr);
     std::io::stdout().flush().expect("stdout");
+    // With MANY_SESSIONS_STATUS=FILE, the server's status (every session's paths: RTTs,
+    // windows, rates) is written there each second, to see why sessions differ.
+    if let Some(file) = std::env::var_os("MANY_SESSIONS_STATUS") {
+        loop {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            if let Ok(text) = serde_json::to_string(&server.board.snapshot()) {
+                let _ = std::fs::write(&file, text);
+            }
+        }
+    }
     std::future::pending::<()>().await;
 }
 
@@ -109,10 +131,15 @@ struct ServerProcess {
 }
 
 impl ServerProcess {
-    fn start(secret: &StaticSecret, clients: &[Keys]) -> Result<ServerProcess, String> {
+    fn start(
+        secret: &StaticSecret,
+        clients: &[Keys],
+        congestion: braid_core::cc::Algorithm,
+    ) -> Result<ServerProcess, String> {
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
         let mut child = Command::new(exe)
             .arg("serve")
+            .env("MANY_SESSIONS_CONGESTION", congestion.to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -207,7 +234,7 @@ async fn run(args: Args) -> Result<(), String> {
     let keys: Vec<Keys> = (0..args.sessions)
         .map(|_| Keys { client: braid_daemon::keyfile::generate(), server: server_secret.clone() })
         .collect();
-    let server = ServerProcess::start(&server_secret, &keys)?;
+    let server = ServerProcess::start(&server_secret, &keys, args.congestion)?;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let (rss_empty, _) = server.memory_kb();
     println!("server {} up: {:.1} MB resident with no session", server.addr, rss_empty as f64 / 1024.0);
