@@ -61,6 +61,9 @@ impl Path {
                 let sample = now - largest.sent_time;
                 let delay = Duration::from_micros(ack.ack_delay_us).min(max_ack_delay);
                 self.rtt.update(sample, delay);
+                let rate = self.capacity_estimate.drain_rate();
+                let adjusted = sample.saturating_sub(delay);
+                self.base_rtt.on_sample(now, adjusted, self.rtt.min(), self.in_flight, rate, self.mtu);
                 self.monitor.on_rtt_sample(sample);
             }
         }

@@ -3,6 +3,7 @@
 //! control, so a loss on one link never slows another).
 
 pub mod arrivals;
+pub mod base_rtt;
 pub mod capacity;
 pub mod judge;
 pub mod loss;
@@ -18,6 +19,7 @@ use crate::cc::{Algorithm, Controller};
 use crate::monitor::{Monitor, MonitorState};
 use crate::time::Timestamp;
 use crate::wire::PathStatusKind;
+use base_rtt::BaseRtt;
 use capacity::CapacityEstimate;
 use mtu::MtuDiscovery;
 use received::Received;
@@ -129,6 +131,8 @@ pub struct Path {
     pub in_flight: u64,
     /// RTT estimate.
     pub rtt: RttEstimator,
+    /// The base RTT a pipe is sized from: the minimum, raised after a lasting rise.
+    pub base_rtt: BaseRtt,
     /// Congestion controller.
     pub cc: Box<dyn Controller>,
     /// Saved controller state while suspect (blackout freeze).
@@ -220,6 +224,7 @@ impl Path {
             sent: SentPackets::default(),
             in_flight: 0,
             rtt: RttEstimator::default(),
+            base_rtt: BaseRtt::default(),
             cc: algorithm.build(mtu as u64),
             frozen_cc: None,
             pacer: Pacer::new(mtu as u64),

@@ -49,13 +49,14 @@ pub const QUEUE_ALLOWANCE: f64 = 0.5;
 /// True when `p` can take a packet of `bytes` now: its pacer and window allow and it holds no
 /// more than its bandwidth-delay product plus the allowance in flight.
 ///
-/// Known limit: the product uses the lifetime minimum RTT (RFC 9002). A path whose base delay
-/// rises above 1.5 × that minimum for good delivers less than its rate, measures that, and
-/// ends at about three packets per round trip (`braid sim --link
-/// 20mbit/10ms/delay=10ms@0s,40ms@10s --scheduler edpf`: 0.36 of the link, MinRTT 0.95).
-/// Taking BBR's windowed minimum instead fixes that run but raised EDPF's reorder on seed
-/// 004's mixes (Table III 6 → 10–27 packets), where at 200 kbit/s one queued packet is worth
-/// more than the propagation delay; see issue 14's notes.
+/// The product uses the path's base RTT ([`PathView::min_rtt`], [`crate::path::base_rtt`]):
+/// the lifetime minimum (RFC 9002), raised after a lasting rise of more than the path's own
+/// packets could queue. With the lifetime minimum alone, a path whose base delay rose above
+/// 1.5 × it for good delivered less than its rate, measured that, and ended at about three
+/// packets per round trip (`braid sim --link 20mbit/10ms/delay=10ms@0s,40ms@10s --scheduler
+/// edpf`: 0.36 of the link, now 0.90, MinRTT 0.95). A plain windowed minimum (BBR's) fixed
+/// that run but raised EDPF's reorder on seed 004's mixes (Table III 6 → 10–27 packets), where
+/// at 200 kbit/s one queued packet is worth more than the propagation delay.
 pub fn free(p: &PathView, now: Timestamp, bytes: u64) -> bool {
     let pipe = p.rate * p.min_rtt.as_secs_f64();
     let cap = (1.0 + QUEUE_ALLOWANCE) * pipe + 3.0 * p.mtu as f64;

@@ -68,8 +68,8 @@ pub struct PathView {
     pub status: PathStatusKind,
     /// Smoothed RTT.
     pub srtt: Duration,
-    /// Minimum RTT: the congestion controller's windowed one when it keeps one (BBR), which
-    /// follows a base delay that rose; else the lifetime one. What EDPF sizes a pipe from.
+    /// Base RTT: the lifetime minimum, raised after a lasting rise of the path's base delay
+    /// ([`crate::path::base_rtt`]). What EDPF sizes a pipe from.
     pub min_rtt: Duration,
     /// RTT variation.
     pub rttvar: Duration,

@@ -126,7 +126,7 @@ impl Session {
                     s => s,
                 },
                 srtt: p.rtt.smoothed(),
-                min_rtt,
+                min_rtt: p.base_rtt.get(min_rtt),
                 rttvar: p.rtt.var(),
                 cwnd: p.cc.window(),
                 in_flight: p.in_flight,
