@@ -1,19 +1,27 @@
 #!/usr/bin/env bash
 # Unshaped loopback throughput of one TCP stream through braid (client and server, two paths:
 # 127.0.0.1 and 127.0.0.2), next to a plain TCP copy over loopback, in one run.
-# Prints Gbit/s and CPU-seconds per GB (user+system of the processes involved).
-# Needs: iperf3. Usage: bench/loopback.sh [--json] [SECONDS]
+# Prints Gbit/s and CPU-seconds per GB (user+system of the processes involved, and the system
+# part alone).
+# Needs: iperf3. Usage: bench/loopback.sh [--json] [--download] [SECONDS]
+# By default iperf3 sends client -> server through the client's port forward (an upload: the
+# client's send path, the server's receive path). --download reverses both streams (iperf3 -R,
+# the TCP baseline too): the server's send path and the client's receive path.
 # --json adds one JSON object on the last line:
-#   {"braid_gbps", "braid_cpu_s_per_gb", "tcp_gbps", "tcp_cpu_s_per_gb", "paths", "seconds"}
+#   {"braid_gbps", "braid_cpu_s_per_gb", "tcp_gbps", "tcp_cpu_s_per_gb", "paths", "seconds",
+#    "direction": "upload"|"download", "braid_system_cpu_s_per_gb", "tcp_system_cpu_s_per_gb"}
 # BRAID=path/to/braid measures that binary instead of building this tree's (side-by-side
 # comparisons of two builds).
 set -euo pipefail
 JSON=0
+DIRECTION=upload
+REVERSE=()
 ARGS=()
 for a in "$@"; do
   case "$a" in
     --json) JSON=1 ;;
-    -*) echo "bench/loopback.sh: unknown option $a (usage: bench/loopback.sh [--json] [SECONDS])" >&2; exit 2 ;;
+    --download) DIRECTION=download; REVERSE=(-R) ;;
+    -*) echo "bench/loopback.sh: unknown option $a (usage: bench/loopback.sh [--json] [--download] [SECONDS])" >&2; exit 2 ;;
     *) ARGS+=("$a") ;;
   esac
 done
@@ -46,10 +54,11 @@ SPUB=$($B pubkey < "$T/s.key"); CPUB=$($B pubkey < "$T/c.key")
 iperf3 -s -p 5299 -1 >/dev/null 2>&1 & PIDS+=($!); IPS1=$!
 sleep 0.3
 # Plain TCP over loopback.
-TCP_JSON=$(iperf3 -c 127.0.0.1 -p 5299 -t "$SECS" -J)
+TCP_JSON=$(iperf3 -c 127.0.0.1 -p 5299 -t "$SECS" -J "${REVERSE[@]}")
 wait "$IPS1" 2>/dev/null || true
 TCP_BPS=$(echo "$TCP_JSON" | python3 -c 'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"])')
 TCP_CPU=$(echo "$TCP_JSON" | python3 -c 'import json,sys; j=json.load(sys.stdin)["end"]["cpu_utilization_percent"]; print((j["host_total"]+j["remote_total"])/100)')
+TCP_SYS=$(echo "$TCP_JSON" | python3 -c 'import json,sys; j=json.load(sys.stdin)["end"]["cpu_utilization_percent"]; print((j["host_system"]+j["remote_system"])/100)')
 
 # braid: server, client with two paths, a port forward to iperf3.
 $B --log warn server --listen 127.0.0.1:7400 --key "$T/s.key" --client "$CPUB" --allow-private 2>"$T/server.log" & PIDS+=($!); SP=$!
@@ -58,27 +67,30 @@ $B --log warn client --server 127.0.0.1:7400 --server-key "$SPUB" --key "$T/c.ke
 iperf3 -s -p 5298 -1 >/dev/null 2>&1 & PIDS+=($!)
 sleep 1.5
 C0=$(cpu "$CP"); S0=$(cpu "$SP"); CK0=$(sys_cpu "$CP"); SK0=$(sys_cpu "$SP")
-BR_JSON=$(iperf3 -c 127.0.0.1 -p 5300 -t "$SECS" -J)
+BR_JSON=$(iperf3 -c 127.0.0.1 -p 5300 -t "$SECS" -J "${REVERSE[@]}")
 C1=$(cpu "$CP"); S1=$(cpu "$SP"); CK1=$(sys_cpu "$CP"); SK1=$(sys_cpu "$SP")
 BR_BPS=$(echo "$BR_JSON" | python3 -c 'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"])')
 PATHS=$($B status --addr 127.0.0.1:7402 | grep -cE '^  [0-9]+ ' || true)
-python3 - "$SECS" "$TCP_BPS" "$TCP_CPU" "$BR_BPS" "$C0" "$C1" "$S0" "$S1" "$PATHS" "$JSON" "$CK0" "$CK1" "$SK0" "$SK1" <<'PY'
+python3 - "$SECS" "$TCP_BPS" "$TCP_CPU" "$BR_BPS" "$C0" "$C1" "$S0" "$S1" "$PATHS" "$JSON" "$CK0" "$CK1" "$SK0" "$SK1" "$TCP_SYS" "$DIRECTION" <<'PY'
 import json, sys
-secs, tcp_bps, tcp_cpu_frac, br_bps, c0, c1, s0, s1, paths, as_json, ck0, ck1, sk0, sk1 = sys.argv[1:]
+secs, tcp_bps, tcp_cpu_frac, br_bps, c0, c1, s0, s1, paths, as_json, ck0, ck1, sk0, sk1, tcp_sys_frac, direction = sys.argv[1:]
 secs=float(secs); tcp_bps=float(tcp_bps); br_bps=float(br_bps)
 tcp_gb = tcp_bps*secs/8/1e9; br_gb = br_bps*secs/8/1e9
-tcp_cpu = float(tcp_cpu_frac)*secs
+tcp_cpu = float(tcp_cpu_frac)*secs; tcp_sys = float(tcp_sys_frac)*secs
 br_cpu = (float(c1)-float(c0)) + (float(s1)-float(s0))
-print(f"{'':28} {'Gbit/s':>8} {'CPU-s per GB':>13}")
-print(f"{'plain TCP over loopback':28} {tcp_bps/1e9:8.2f} {tcp_cpu/tcp_gb:13.2f}   (iperf3 sender+receiver)")
-print(f"{'braid, 1 stream, '+paths+' paths':28} {br_bps/1e9:8.2f} {br_cpu/br_gb:13.2f}   (braid client+server; iperf3 not counted)")
-print(f"ratio braid / TCP: {br_bps/tcp_bps:.3f}")
+br_sys = (float(ck1)-float(ck0)) + (float(sk1)-float(sk0))
+print(f"{direction} (iperf3 {'server -> client, -R' if direction == 'download' else 'client -> server'})")
+print(f"{'':28} {'Gbit/s':>8} {'CPU-s per GB':>13} {'user':>6} {'system':>7}")
+print(f"{'plain TCP over loopback':28} {tcp_bps/1e9:8.2f} {tcp_cpu/tcp_gb:13.2f} {(tcp_cpu-tcp_sys)/tcp_gb:6.2f} {tcp_sys/tcp_gb:7.2f}   (iperf3 sender+receiver)")
+print(f"{'braid, 1 stream, '+paths+' paths':28} {br_bps/1e9:8.2f} {br_cpu/br_gb:13.2f} {(br_cpu-br_sys)/br_gb:6.2f} {br_sys/br_gb:7.2f}   (braid client+server; iperf3 not counted)")
+print(f"ratio braid / TCP: {br_bps/tcp_bps:.3f} of the Gbit/s, {(br_cpu/br_gb)/(tcp_cpu/tcp_gb):.2f} x the CPU per GB")
 print(f"braid CPU: client {float(c1)-float(c0):.2f} s (system {float(ck1)-float(ck0):.2f}), "
       f"server {float(s1)-float(s0):.2f} s (system {float(sk1)-float(sk0):.2f}) over {secs:.0f} s")
 if as_json == "1":
     print(json.dumps({
         "braid_gbps": round(br_bps/1e9, 3), "braid_cpu_s_per_gb": round(br_cpu/br_gb, 3),
         "tcp_gbps": round(tcp_bps/1e9, 3), "tcp_cpu_s_per_gb": round(tcp_cpu/tcp_gb, 3),
-        "paths": int(paths), "seconds": secs,
+        "paths": int(paths), "seconds": secs, "direction": direction,
+        "braid_system_cpu_s_per_gb": round(br_sys/br_gb, 3), "tcp_system_cpu_s_per_gb": round(tcp_sys/tcp_gb, 3),
     }))
 PY

@@ -1,6 +1,6 @@
 //! Prometheus text of the status document (OpenMetrics, through [`crate::exposition`]):
-//! per-path gauges and counters, streams and drops per session, and the client's front-end
-//! counters.
+//! per-path gauges and counters, streams, drops and offloaded ACKs per session, and the
+//! client's front-end counters.
 //!
 //! Labels name what outlives a session, so that a series goes on across reconnects: `peer`
 //! is the client's name on a server (one session per client key) and the server's address on
@@ -111,6 +111,16 @@ fn families(st: &Status, o: &mut Families<'_>) -> fmt::Result {
         st.handshakes_in_progress as u64,
     )?;
     o.gauge("braid_streams", "Open streams.", st.sessions.iter().map(|s| (peer(s), s.streams as u64)))?;
+    o.counter(
+        "braid_offloaded_acks",
+        "ACK packets sent on the secondary path for the primary (seed 003's offloading-ACK).",
+        st.sessions.iter().map(|s| (peer(s), s.acks_offloaded)),
+    )?;
+    o.counter(
+        "braid_dropped_acks",
+        "Replaceable ACKs dropped because the secondary path had no room (seed 003's offloading-ACK).",
+        st.sessions.iter().map(|s| (peer(s), s.acks_dropped)),
+    )?;
     let endpoint = st
         .endpoint_dropped
         .iter()
@@ -210,6 +220,8 @@ mod tests {
                 cipher: "aes-256-gcm".into(),
                 paths: vec![path],
                 key_phase: 3,
+                acks_offloaded: 41,
+                acks_dropped: 2,
                 ..SessionStatus::default()
             }],
             endpoint_replies: [("reset".to_string(), 2)].into(),
@@ -224,6 +236,9 @@ mod tests {
         assert!(text.contains("braid_sessions 1"));
         assert!(text.contains("braid_key_phase{peer=\"vpn.example.net:7000\"} 3"), "{text}");
         assert!(text.contains("braid_endpoint_replies_total{kind=\"reset\"} 2"), "{text}");
+        assert!(text.contains("braid_offloaded_acks_total{peer=\"vpn.example.net:7000\"} 41"), "{text}");
+        assert!(text.contains("braid_dropped_acks_total{peer=\"vpn.example.net:7000\"} 2"), "{text}");
+        assert!(text.contains("# TYPE braid_offloaded_acks counter"), "{text}");
         assert!(!text.contains("braid_frontend"), "a server has no front ends");
         let front = crate::frontend::FrontendStatus { connections: 2, refused: 3, ..Default::default() };
         let text = prometheus(&Status { frontend: Some(front), ..st });

@@ -127,6 +127,14 @@ pub struct SessionStatus {
     pub dropped: BTreeMap<String, u64>,
     /// Stream bytes sent again.
     pub retransmitted_bytes: u64,
+    /// ACK packets this side, as receiver, sent on the secondary path for the primary (seed
+    /// 003's Offloader, `ack_path = "secondary"`; 0 with the other ACK paths).
+    #[serde(default)]
+    pub acks_offloaded: u64,
+    /// Replaceable ACKs the Offloader dropped because the secondary had no room for them
+    /// (the next ACK superseded each).
+    #[serde(default)]
+    pub acks_dropped: u64,
     /// Path admission (seed 000's bound, seed 002's rules): paths it finds not worth using
     /// wait in standby (`admitted: false` on the path).
     #[serde(default)]
@@ -349,6 +357,7 @@ pub fn session_status(
         })
         .collect::<Vec<_>>();
     mem.retain(|id| paths.iter().any(|p| p.id == id));
+    let offload = s.ack_offload_stats();
     SessionStatus {
         id: session_label(s),
         peer,
@@ -365,6 +374,8 @@ pub fn session_status(
         paths,
         dropped: s.stats().dropped.iter().map(|(r, n)| (r.label().to_string(), *n)).collect(),
         retransmitted_bytes: s.retransmitted_bytes(),
+        acks_offloaded: offload.offloaded,
+        acks_dropped: offload.dropped,
         path_admission: s.policy().admission,
         sampled_s: 0.0,
     }

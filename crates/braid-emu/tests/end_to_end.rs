@@ -1,6 +1,6 @@
 //! End-to-end tests over loopback relays: real sockets, real tokio, the whole daemon.
 
-use braid_core::SessionConfig;
+use braid_core::{AckPath, SessionConfig};
 use braid_daemon::{start_client, start_server, Failure};
 use braid_emu::testbed::{
     client_settings, download_socks, server_settings, start_source, Keys, Testbed, TestbedConfig,
@@ -323,4 +323,32 @@ async fn a_path_mtu_black_hole_is_found_and_the_download_arrives() {
     let st = bed.client.board.snapshot();
     let carried = st.sessions[0].paths.iter().find(|p| p.id == narrow).map_or(0, |p| p.stream_bytes_received);
     assert!(carried > source.len / 5, "{carried} of {} bytes over the narrow path", source.len);
+}
+
+/// Seed 003's offloading-ACK in the daemon: on a download over two links with
+/// `ack_path = secondary`, the client (the receiver) sends the primary path's ACKs on the
+/// secondary, and its status document and `/metrics` count them per session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offloaded_acks_show_in_the_status_and_metrics() {
+    let source = start_source(20 << 20, 6).await.unwrap();
+    let mut cfg = TestbedConfig::new(links(&["100mbit/2ms", "40mbit/5ms"]));
+    cfg.session.ack_path = AckPath::Secondary;
+    cfg.status = true;
+    let bed = Testbed::start(cfg).await.unwrap();
+    let d = download_socks(bed.client.socks_addr.unwrap(), source.addr, |_| {}).await.unwrap();
+    assert_eq!(d.sha256, source.sha256, "the download differs from the source");
+    let st = bed.client.board.snapshot();
+    let s = &st.sessions[0];
+    assert!(s.acks_offloaded > 0, "no ACK offloaded: {s:?}");
+    let addr = bed.client.status_addr.unwrap();
+    let text =
+        tokio::task::spawn_blocking(move || braid_http::get_ok(addr, "/metrics", Duration::from_secs(5)));
+    let text = text.await.unwrap().unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("braid_offloaded_acks_total{"))
+        .unwrap_or_else(|| panic!("{text}"));
+    let n: u64 = line.rsplit_once(' ').and_then(|(_, v)| v.parse().ok()).unwrap_or_else(|| panic!("{line}"));
+    assert!(n >= s.acks_offloaded, "{line} against {} in the status", s.acks_offloaded);
+    assert!(text.contains("braid_dropped_acks_total{"), "{text}");
 }

@@ -237,6 +237,12 @@ pub fn table(st: &Status) -> String {
                 p.mtu
             );
         }
+        if s.acks_offloaded + s.acks_dropped > 0 {
+            o += &format!(
+                "  ACKs offloaded to the secondary path: {} packets, {} replaceable dropped\n",
+                s.acks_offloaded, s.acks_dropped
+            );
+        }
         let held: Vec<String> = s.paths.iter().filter(|p| !p.admitted).map(|p| p.id.to_string()).collect();
         if !held.is_empty() {
             o +=
@@ -404,6 +410,28 @@ mod tests {
         assert!(lines[3].contains("lte0") && lines[3].trim_end().ends_with("1452"), "{t}");
         assert!(lines[4].contains("wg-tunnel") && lines[4].trim_end().ends_with("1372"), "{t}");
         assert!(lines[4].contains("12.5ms"), "{t}");
+    }
+
+    /// Seed 003's Offloader counters get a line of their own once it has acted (and none
+    /// with the other ACK paths, where they stay 0).
+    #[test]
+    fn the_table_shows_offloaded_acks() {
+        let doc = |offloaded: u64, dropped: u64| Status {
+            role: "client".into(),
+            sessions: vec![SessionStatus {
+                acks_offloaded: offloaded,
+                acks_dropped: dropped,
+                paths: vec![PathStatus { id: 0, ..PathStatus::default() }],
+                ..SessionStatus::default()
+            }],
+            ..Status::default()
+        };
+        let t = table(&doc(1234, 5));
+        assert!(
+            t.contains("ACKs offloaded to the secondary path: 1234 packets, 5 replaceable dropped"),
+            "{t}"
+        );
+        assert!(!table(&doc(0, 0)).contains("ACKs offloaded"));
     }
 
     /// A rate-limited download: 8.5 MB arrive between two samples a second apart, in a burst
