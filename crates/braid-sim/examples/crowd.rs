@@ -24,7 +24,7 @@ fn main() -> Result<(), String> {
     let cfg = CrowdConfig {
         sessions,
         link,
-        duration: Duration::from_secs_f64(secs),
+        duration: Duration::try_from_secs_f64(secs).map_err(|e| format!("seconds: {e}"))?,
         stagger: Duration::from_millis(10),
         seed,
         session,

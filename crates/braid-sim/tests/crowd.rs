@@ -66,3 +66,21 @@ fn a_crowd_of_none_is_refused() {
     };
     assert!(run(&cfg).is_err());
 }
+
+#[test]
+fn a_crowd_whose_last_session_starts_after_the_measured_half_is_refused() {
+    let cfg = |sessions: usize, stagger: Duration| CrowdConfig {
+        sessions,
+        link: LinkSpec::parse("1mbit/10ms").expect("link"),
+        duration: Duration::from_secs(2),
+        stagger,
+        seed: 1,
+        session: SessionConfig::default(),
+    };
+    // The third session would start at 2 s, after the measured half (1 s to 2 s) began: its
+    // goodput would read as 0, an unfairness of the set-up, not of the sessions.
+    assert!(run(&cfg(3, Duration::from_secs(1))).is_err());
+    // A stagger whose product overflows is refused, not a panic.
+    assert!(run(&cfg(3, Duration::MAX)).is_err());
+    assert!(run(&cfg(3, Duration::from_millis(500))).is_ok());
+}
