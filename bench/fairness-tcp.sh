@@ -32,7 +32,7 @@ tag=bft$$
 cli=${tag}c srv=${tag}s
 out=$(mktemp -d)
 cleanup() {
-  ip netns pids "$srv" 2>/dev/null | xargs -r kill 2>/dev/null || true
+  for ns in "$cli" "$srv"; do ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null || true; done
   ip netns del "$cli" 2>/dev/null || true
   ip netns del "$srv" 2>/dev/null || true
   rm -rf "$out"
@@ -66,7 +66,9 @@ python3 - "$out/run.json" "$flows" "$rate" "$cc" <<'EOF'
 import json, sys
 run = json.load(open(sys.argv[1]))
 flows, rate, cc = int(sys.argv[2]), sys.argv[3], sys.argv[4]
-intervals = run["intervals"]
+intervals = run.get("intervals") or []
+if run.get("error") or not any(iv["streams"] for iv in intervals):
+    sys.exit(f"fairness-tcp.sh: iperf3 measured nothing: {run.get('error', 'no intervals')}")
 half = intervals[len(intervals) // 2:]
 rates = {}
 for iv in half:

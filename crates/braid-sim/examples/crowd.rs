@@ -19,12 +19,12 @@ fn main() -> Result<(), String> {
     let link = LinkSpec::parse(&arg(1, "200mbit/10ms"))?;
     let secs: f64 = arg(2, "20").parse().map_err(|e| format!("seconds: {e}"))?;
     let seed: u64 = arg(3, "1").parse().map_err(|e| format!("seed: {e}"))?;
-    let mut session = SessionConfig::default();
-    session.congestion = arg(4, "bbr").parse().map_err(|e| format!("congestion: {e:?}"))?;
+    let congestion = arg(4, "bbr").parse().map_err(|e| format!("congestion: {e}"))?;
+    let session = SessionConfig { congestion, ..SessionConfig::default() };
     let cfg = CrowdConfig {
         sessions,
         link,
-        duration: Duration::from_secs_f64(secs),
+        duration: Duration::try_from_secs_f64(secs).map_err(|e| format!("seconds: {e}"))?,
         stagger: Duration::from_millis(10),
         seed,
         session,

@@ -39,7 +39,8 @@ pub struct CrowdConfig {
     pub link: LinkSpec,
     /// Virtual run time.
     pub duration: Duration,
-    /// Session `i` connects at `i × stagger` (clients never all start in the same instant).
+    /// Session `i` connects at `i × stagger` (clients never all start in the same instant);
+    /// the last must start by half the duration, where the measurement begins.
     pub stagger: Duration,
     /// The run's seed: keys, connection ids and the link's randomness derive from it.
     pub seed: u64,
@@ -70,6 +71,12 @@ pub enum CrowdError {
     /// No sessions, or more than [`MAX_SESSIONS`].
     #[error("a crowd needs 1 to {MAX_SESSIONS} sessions")]
     Sessions,
+    /// The last session would start after the second half began (its goodput would cover
+    /// only part of the measured half, or nothing).
+    #[error(
+        "the last session starts after half the run: (sessions - 1) × stagger must be at most duration / 2"
+    )]
+    Stagger,
     /// The cores stopped making progress in virtual time.
     #[error("crowd simulation stuck at t={0:?}")]
     Stuck(Duration),
@@ -101,6 +108,11 @@ fn key(seed: u64, which: u64) -> StaticSecret {
     StaticSecret::from_bytes(k)
 }
 
+/// When session `i` connects: `i × stagger`, or None beyond `Duration::MAX`.
+fn start_of(stagger: Duration, i: usize) -> Option<Duration> {
+    stagger.checked_mul(u32::try_from(i).ok()?)
+}
+
 fn tagged(i: usize, data: &[u8], out: &mut Vec<u8>) {
     out.clear();
     out.extend_from_slice(&(i as u16).to_be_bytes());
@@ -111,6 +123,10 @@ fn tagged(i: usize, data: &[u8], out: &mut Vec<u8>) {
 pub fn run(cfg: &CrowdConfig) -> Result<CrowdReport, CrowdError> {
     if cfg.sessions == 0 || cfg.sessions > MAX_SESSIONS {
         return Err(CrowdError::Sessions);
+    }
+    let half = cfg.duration / 2;
+    if start_of(cfg.stagger, cfg.sessions - 1).is_none_or(|last| last > half) {
+        return Err(CrowdError::Stagger);
     }
     let server_key = key(cfg.seed, 0);
     let client_keys: Vec<StaticSecret> = (0..cfg.sessions).map(|i| key(cfg.seed, 1 + i as u64)).collect();
@@ -124,7 +140,6 @@ pub fn run(cfg: &CrowdConfig) -> Result<CrowdReport, CrowdError> {
     );
     let mut members: Vec<Option<Member>> = (0..cfg.sessions).map(|_| None).collect();
     let mut net = Net::new(vec![cfg.link.clone()], cfg.seed);
-    let half = cfg.duration / 2;
     let mut halved = false;
     let mut now = Duration::ZERO;
     let mut buf = Vec::with_capacity(2048);
@@ -133,7 +148,7 @@ pub fn run(cfg: &CrowdConfig) -> Result<CrowdReport, CrowdError> {
     loop {
         // Clients whose start is due.
         for (i, slot) in members.iter_mut().enumerate() {
-            if slot.is_none() && cfg.stagger * i as u32 <= now {
+            if slot.is_none() && start_of(cfg.stagger, i).is_some_and(|t| t <= now) {
                 let client_cfg = ClientConfig {
                     secret: client_keys[i].clone(),
                     server_key: server_key.public_key(),
@@ -218,7 +233,7 @@ pub fn run(cfg: &CrowdConfig) -> Result<CrowdReport, CrowdError> {
                 m.at_half = m.bulk.delivered;
             }
         }
-        let next_start = members.iter().position(Option::is_none).map(|i| cfg.stagger * i as u32);
+        let next_start = members.iter().position(Option::is_none).and_then(|i| start_of(cfg.stagger, i));
         let timers = members.iter().flatten().flat_map(|m| {
             [m.client.poll_timeout(), m.server.as_ref().and_then(|s| s.poll_timeout())].into_iter().flatten()
         });

@@ -174,3 +174,21 @@ fn loss_based_controllers_fill_a_bdp_queue_and_back_off_on_drops() {
         assert!(r.mean_queue < Duration::from_millis(19), "{algo:?} {r:?}");
     }
 }
+
+/// Every controller's name parses back to it, is what it displays, and what the built
+/// controller (and its frozen copy) reports: the daemon's `congestion` key, `braid sim
+/// --congestion` and the status all use these names.
+#[test]
+fn every_algorithm_round_trips_through_its_name() {
+    for (name, a) in Algorithm::ALL {
+        assert_eq!(name.parse::<Algorithm>(), Ok(a));
+        assert_eq!(a.to_string(), name);
+        assert_eq!(a.build(MSS).name(), name);
+        assert_eq!(a.build(MSS).clone_box().name(), name);
+    }
+    let err = "bbr2".parse::<Algorithm>().unwrap_err();
+    assert!(
+        Algorithm::ALL.iter().all(|(n, _)| err.contains(&format!("{n},")) || err.contains(&format!("{n})"))),
+        "{err}"
+    );
+}

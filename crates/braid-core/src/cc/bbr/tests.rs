@@ -165,3 +165,21 @@ fn a_minimum_rtt_unconfirmed_for_ten_seconds_sends_bbr_to_probe_rtt() {
     assert_eq!(d.bbr.state, State::ProbeRtt);
     assert_eq!(d.bbr.pacing_gain, PROBE_RTT_DRAIN_GAIN);
 }
+
+#[test]
+fn the_shared_variant_drains_probe_rtt_to_half_a_bdp_also_when_frozen() {
+    let mut plain = Driver::new();
+    let mut shared = Driver { bbr: Bbr::shared(MSS), ..Driver::new() };
+    for d in [&mut plain, &mut shared] {
+        for rate in [1e6, 2e6, 4e6, 4e6, 4e6, 4e6] {
+            d.round(rate);
+        }
+    }
+    // 4 MB/s × 20 ms: one BDP of 80 kB for bbr, half of it for bbr-shared (BBRv2's depth).
+    let (one, half) = (plain.bbr.probe_rtt_window() as f64, shared.bbr.probe_rtt_window() as f64);
+    assert!((one - 80_000.0).abs() <= 1.0 && (half - 40_000.0).abs() <= 1.0, "{one} {half}");
+    // A blackout freeze keeps a copy (`clone_box`): the copy is still the shared variant.
+    assert_eq!(shared.bbr.clone().probe_rtt_window() as f64, half);
+    assert_eq!(shared.bbr.clone_box().name(), "bbr-shared");
+    assert_eq!(plain.bbr.clone_box().name(), "bbr");
+}
