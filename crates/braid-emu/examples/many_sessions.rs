@@ -288,6 +288,8 @@ async fn run(args: Args) -> Result<(), String> {
     let mut rates = Vec::new();
     if args.active > 0 {
         let source = endless_source().await.map_err(|e| format!("source: {e}"))?;
+        let cpu_active0 = server.cpu_seconds();
+        let active_start = Instant::now();
         let end = Instant::now() + args.duration;
         let counts: Vec<Arc<AtomicU64>> = (0..args.active).map(|_| Arc::default()).collect();
         let mut tasks = Vec::new();
@@ -303,6 +305,11 @@ async fn run(args: Args) -> Result<(), String> {
             t.await.map_err(|e| e.to_string())?.map_err(|e| format!("session {i}: {e}"))?;
         }
         let secs = t_half.elapsed().as_secs_f64();
+        // More than 100 % means the server's sessions ran on several cores at once.
+        println!(
+            "active: server used {:.0} % of one core",
+            100.0 * (server.cpu_seconds() - cpu_active0) / active_start.elapsed().as_secs_f64()
+        );
         rates = counts
             .iter()
             .zip(&half)
