@@ -3,10 +3,10 @@
 //! [`Session`] per attempt, as the daemon's client does. A dead first link is survived here
 //! exactly as there, and the time to an established session is measured.
 
-use crate::harness::{configure_path, join_path, SimConfig};
+use crate::harness::{configure_path, join_path, ts, SimConfig};
 use crate::net::{client_addr, SERVER};
 use braid_core::connect::{AttemptEnd, Failover, FailoverError, Step};
-use braid_core::{ClientConfig, CloseReason, Seed, Session, Timestamp};
+use braid_core::{ClientConfig, CloseReason, Seed, Session};
 use std::time::Duration;
 
 /// The client's connect phase.
@@ -119,8 +119,4 @@ impl Connector {
         session.record_losses(cfg.bulk);
         session
     }
-}
-
-fn ts(t: Duration) -> Timestamp {
-    Timestamp::from_duration(t)
 }

@@ -6,8 +6,9 @@
 //! from a seed, where `braid-emu`'s `many_sessions` example measures the same with real
 //! sockets and the download direction.
 
+use crate::harness::{seeded_key, ts, MAX_IDLE_STEPS};
 use crate::link::LinkSpec;
-use crate::net::Net;
+use crate::net::{Net, SERVER};
 use crate::workload::Bulk;
 use braid_core::{
     ClientConfig, DatagramEvent, Endpoint, Seed, ServerConfig, Session, SessionConfig, StaticSecret,
@@ -17,18 +18,12 @@ use bytes::BytesMut;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
-/// The server's address.
-const SERVER: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 255, 0, 1)), 443);
-
 /// Bytes in front of each datagram on the simulated wire: the index of the session it
 /// belongs to (the network has one link, so the link index cannot tell them apart).
 const TAG: usize = 2;
 
 /// Sessions a crowd holds at most (the tag's range, and client addresses in 10.1.0.0/16).
 pub const MAX_SESSIONS: usize = 4096;
-
-/// Steps without virtual time advancing before the run is declared stuck.
-const MAX_IDLE_STEPS: u32 = 100_000;
 
 /// One crowd run.
 #[derive(Debug, Clone)]
@@ -92,20 +87,12 @@ struct Member {
     at_half: u64,
 }
 
-fn ts(t: Duration) -> Timestamp {
-    Timestamp::from_duration(t)
-}
-
 fn member_addr(i: usize) -> SocketAddr {
     SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 1, (i >> 8) as u8, i as u8)), 4000)
 }
 
 fn key(seed: u64, which: u64) -> StaticSecret {
-    use rand_core::{RngCore, SeedableRng};
-    let mut k = [0u8; 32];
-    rand_chacha::ChaCha8Rng::seed_from_u64(seed.wrapping_mul(0x9e37_79b9).wrapping_add(which))
-        .fill_bytes(&mut k);
-    StaticSecret::from_bytes(k)
+    StaticSecret::from_bytes(seeded_key(seed, which))
 }
 
 /// When session `i` connects: `i × stagger`, or None beyond `Duration::MAX`.

@@ -22,7 +22,7 @@ pub const TIMELINE_BUCKET: Duration = Duration::from_millis(100);
 pub const PATH_SAMPLE: Duration = Duration::from_secs(1);
 /// Virtual-time steps allowed without the clock moving before the run is declared stuck
 /// (a core that keeps asking to be woken "now" without doing anything is a bug).
-const MAX_IDLE_STEPS: u32 = 100_000;
+pub(crate) const MAX_IDLE_STEPS: u32 = 100_000;
 
 /// A simulation run.
 #[derive(Debug, Clone)]
@@ -136,7 +136,7 @@ pub enum SimError {
     Stuck(Duration, String),
 }
 
-fn ts(t: Duration) -> Timestamp {
+pub(crate) fn ts(t: Duration) -> Timestamp {
     Timestamp::from_duration(t)
 }
 
@@ -497,11 +497,11 @@ fn deliver_to_server(sides: &mut Sides, now: Duration, link: usize, data: BytesM
     }
 }
 
-fn seeded_key(seed: u64, which: u8) -> [u8; 32] {
+/// 32 key bytes derived from the run's seed (`which` tells the keys of one run apart).
+pub(crate) fn seeded_key(seed: u64, which: u64) -> [u8; 32] {
     use rand_core::{RngCore, SeedableRng};
     let mut k = [0u8; 32];
-    rand_chacha::ChaCha8Rng::seed_from_u64(seed.wrapping_mul(31).wrapping_add(u64::from(which)))
-        .fill_bytes(&mut k);
+    rand_chacha::ChaCha8Rng::seed_from_u64(seed.wrapping_mul(31).wrapping_add(which)).fill_bytes(&mut k);
     k
 }
 
