@@ -6,7 +6,7 @@
 //! session each, with fresh keys from the OS. Phase 1 brings up `--sessions` sessions, leaves
 //! them idle (keepalives only) for `--idle`, and reads the server's RSS before and after, and
 //! its CPU time while idle. Phase 2 makes `--active` of them download from a local TCP source
-//! through their SOCKS5 front ends at once for `--duration`, all through one shaped link
+//! through their SOCKS5 front ends at once (or `--stagger` apart) for `--duration`, all through one shaped link
 //! (`--bottleneck 200mbit/10ms`, the simulator's link spec), or, without it, with the
 //! machine's CPU as the shared bottleneck (server, clients and sources compete). It prints each session's
 //! goodput over the second half, their spread (largest deviation from the mean, as a share of
@@ -15,6 +15,7 @@
 //!     cargo run --release -p braid-emu --example many_sessions -- --sessions 1000 --active 0
 //!     cargo run --release -p braid-emu --example many_sessions -- --sessions 100 --active 100 --bottleneck 200mbit/10ms
 //!     ... --congestion bbr-shared   (the server's controller, which sends the downloads)
+//!     ... --stagger 10ms            (download i starts i × 10 ms after the first)
 //!
 //! Targets (issue 13): ≤ 100 MB server RSS with 1,000 idle sessions; 100 active sessions within
 //! 10 % of each other. The last line is one JSON object with the figures.
@@ -44,6 +45,8 @@ struct Args {
     duration: Duration,
     bottleneck: Option<LinkSpec>,
     congestion: braid_core::cc::Algorithm,
+    /// Download `i` starts `i × stagger` after the first (latecomers into a standing queue).
+    stagger: Duration,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -54,11 +57,15 @@ fn parse_args() -> Result<Args, String> {
         duration: Duration::from_secs(20),
         bottleneck: None,
         congestion: braid_core::cc::Algorithm::default(),
+        stagger: Duration::ZERO,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
-        let secs = |v: &str| v.trim_end_matches('s').parse::<f64>().map(Duration::from_secs_f64);
+        let secs = |v: &str| match v.strip_suffix("ms") {
+            Some(ms) => ms.parse::<f64>().map(|m| Duration::from_secs_f64(m / 1e3)),
+            None => v.trim_end_matches('s').parse::<f64>().map(Duration::from_secs_f64),
+        };
         match flag.as_str() {
             "--sessions" => a.sessions = value.parse().map_err(|e| format!("--sessions: {e}"))?,
             "--active" => a.active = value.parse().map_err(|e| format!("--active: {e}"))?,
@@ -68,11 +75,18 @@ fn parse_args() -> Result<Args, String> {
                 a.bottleneck = Some(LinkSpec::parse(&value).map_err(|e| format!("--bottleneck: {e}"))?)
             }
             "--congestion" => a.congestion = value.parse().map_err(|e| format!("--congestion: {e}"))?,
+            "--stagger" => a.stagger = secs(&value).map_err(|e| format!("--stagger: {e}"))?,
             _ => return Err(format!("unknown option {flag}")),
         }
     }
     if a.active > a.sessions {
         return Err("--active cannot exceed --sessions".into());
+    }
+    if a.stagger * a.active.saturating_sub(1) as u32 >= a.duration / 2 {
+        return Err(
+            "the last download must start before the measured half: (active - 1) × stagger < duration / 2"
+                .into(),
+        );
     }
     Ok(a)
 }
@@ -293,9 +307,14 @@ async fn run(args: Args) -> Result<(), String> {
         let end = Instant::now() + args.duration;
         let counts: Vec<Arc<AtomicU64>> = (0..args.active).map(|_| Arc::default()).collect();
         let mut tasks = Vec::new();
-        for (c, count) in clients.iter().zip(&counts) {
+        for (i, (c, count)) in clients.iter().zip(&counts).enumerate() {
             let socks = c.socks_addr.ok_or("an active client serves SOCKS5")?;
-            tasks.push(tokio::spawn(drain(socks, source, count.clone(), end)));
+            let start = active_start + args.stagger * i as u32;
+            let count = count.clone();
+            tasks.push(tokio::spawn(async move {
+                tokio::time::sleep_until(start.into()).await;
+                drain(socks, source, count, end).await
+            }));
         }
         // Goodput over the second half, once every session's controller has ramped up.
         tokio::time::sleep(args.duration / 2).await;
