@@ -9,18 +9,26 @@
 //! propagation delay, and sizing the pipe from it raised EDPF's reorder on seed 004's mixes.
 //!
 //! So a rise counts only when it is more than the sender's own packets could have queued:
-//! every sample (less its ACK delay) for [`RISE_HOLD`] stays above the base by more than
+//! every sample (less its ACK delay, RFC 9002 §5.3) for [`RISE_HOLD`] stays above the base by more than
 //! [`slack`] — the larger of half the base (EDPF's queue allowance) and the bytes in flight
 //! drained at the path's rate, plus [`QUEUED_PACKETS`] packets. (A burst such as the initial
 //! window queues 2.4 s at 50 kbit/s; the bytes in flight account for it.) The base then becomes
 //! the smallest of those samples, and follows lower samples down again (a delay that falls
 //! back, or a queue that drains).
 //!
+//! EDPF reads it ([`crate::scheduler::PathView::min_rtt`]), for its in-flight bound and for
+//! each path's one-way delay; the congestion controllers and the loss timers keep the lifetime
+//! minimum.
+//!
 //! Known cost: a queue that other flows keep standing on a shared bottleneck looks the same
 //! as a rise, so the base follows it and EDPF's bound no longer holds a session to its share.
 //! 100 sessions through one 200 Mbit/s link (`braid-emu`'s `many_sessions`, real sockets):
 //! largest deviation from the mean 64–104 % with this base, 10–15 % with the lifetime minimum
-//! (docs/benchmarks-notes.md). Telling the two apart is open.
+//! (docs/benchmarks-notes.md). Following only step rises (a floor that climbs at most as fast
+//! as a queue can build) gave 8.7–9.1 % when all sessions start together, but 3643 % when they
+//! start 10 ms apart: latecomers' lifetime minimum holds the others' queue, the first sessions'
+//! does not, and the bound then starves the first. Following the queue keeps every session's
+//! base near one value.
 
 use crate::time::Timestamp;
 use std::time::Duration;

@@ -62,7 +62,7 @@ impl Path {
                 let delay = Duration::from_micros(ack.ack_delay_us).min(max_ack_delay);
                 self.rtt.update(sample, delay);
                 let rate = self.capacity_estimate.drain_rate();
-                let adjusted = sample.saturating_sub(delay);
+                let adjusted = self.rtt.adjusted(sample, delay);
                 self.base_rtt.on_sample(now, adjusted, self.rtt.min(), self.in_flight, rate, self.mtu);
                 self.monitor.on_rtt_sample(sample);
             }

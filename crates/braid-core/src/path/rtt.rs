@@ -126,10 +126,21 @@ impl RttEstimator {
     /// min_rtt + ack_delay): adjusted_rtt = latest_rtt - ack_delay".
     fn update_smoothed(&mut self, latest: Duration, ack_delay: Duration) {
         let srtt = self.smoothed();
-        let adjusted = if latest >= self.min + ack_delay { latest - ack_delay } else { latest };
+        let adjusted = self.adjusted(latest, ack_delay);
         let diff = srtt.abs_diff(adjusted);
         self.var = (3 * self.var + diff) / 4;
         self.smoothed = Some((7 * srtt + adjusted) / 8);
+    }
+
+    /// `latest` less the peer's `ack_delay`, unless that would take it below the minimum
+    /// (RFC 9002 §5.3: a delay the peer overstates must not make a sample look shorter than
+    /// the path can carry it).
+    pub fn adjusted(&self, latest: Duration, ack_delay: Duration) -> Duration {
+        if latest >= self.min + ack_delay {
+            latest - ack_delay
+        } else {
+            latest
+        }
     }
 
     /// Forgets the minimum so it can follow a path whose base delay grew (used after a path
@@ -209,5 +220,15 @@ mod tests {
         assert_eq!(r.var(), Duration::from_millis(40));
         assert_eq!(r.min(), Duration::from_millis(100));
         assert_eq!(r.pto_base(Duration::from_millis(25)), Duration::from_micros(101_250 + 160_000 + 25_000));
+    }
+
+    #[test]
+    fn an_ack_delay_never_takes_a_sample_below_the_minimum() {
+        let ms = Duration::from_millis;
+        let mut r = RttEstimator::default();
+        r.update(ms(100), Duration::ZERO);
+        assert_eq!(r.adjusted(ms(120), ms(10)), ms(110));
+        // 105 - 10 would be 95, below the 100 ms minimum: the delay is not subtracted.
+        assert_eq!(r.adjusted(ms(105), ms(10)), ms(105));
     }
 }

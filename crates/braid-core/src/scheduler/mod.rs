@@ -69,7 +69,8 @@ pub struct PathView {
     /// Smoothed RTT.
     pub srtt: Duration,
     /// Base RTT: the lifetime minimum, raised after a lasting rise of the path's base delay
-    /// ([`crate::path::base_rtt`]). What EDPF sizes a pipe from.
+    /// ([`crate::path::base_rtt`]). What EDPF sizes a pipe from, and what the one-way delay
+    /// starts from.
     pub min_rtt: Duration,
     /// RTT variation.
     pub rttvar: Duration,
@@ -89,8 +90,8 @@ pub struct PathView {
     /// Path admission (seeds 000, 002): false while the monitor keeps the path in standby
     /// because using it would lower the total.
     pub admitted: bool,
-    /// Estimated one-way delay to the peer (from the RTT, corrected for acknowledgements that
-    /// travel on another path).
+    /// Estimated one-way delay to the peer: half the base RTT (corrected for acknowledgements
+    /// that travel on another path) plus what stands in the queue beyond the pipe.
     pub one_way_delay: Duration,
     /// Bytes already committed to this path and waiting for its pacer (queued datagrams,
     /// redundant copies).

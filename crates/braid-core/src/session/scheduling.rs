@@ -102,7 +102,8 @@ impl Session {
         let reports = self.config.receiver_reports;
         views.extend(self.paths.iter_mut().filter(|p| p.state != PathState::Closed).map(|p| {
             let rate = p.usable_capacity(now);
-            let min_rtt = p.rtt.min();
+            // The base RTT: the lifetime minimum, or what it rose to (`path::base_rtt`).
+            let min_rtt = p.base_rtt.get(p.rtt.min());
             let carrier = p
                 .rtt
                 .route()
@@ -126,7 +127,7 @@ impl Session {
                     s => s,
                 },
                 srtt: p.rtt.smoothed(),
-                min_rtt: p.base_rtt.get(min_rtt),
+                min_rtt,
                 rttvar: p.rtt.var(),
                 cwnd: p.cc.window(),
                 in_flight: p.in_flight,
