@@ -15,10 +15,10 @@ use tokio::sync::{mpsc, oneshot, Notify, Semaphore};
 ///
 /// A hand-off queue in front of the session's send buffer (at least
 /// `braid_core::stream::MIN_SEND_BUFFER`, 1 MB, sized to the paths), not a window: what is in
-/// flight waits there. 256 KB rather than 2 MB: with 100 active sessions the server held
-/// 486/503 MB of read buffers at 2 MB and 357 MB at 256 KB, and one loopback stream
-/// (`bench/loopback.sh`, 5 alternated runs) did not slow down: median 3.69 against 2.41
-/// Gbit/s up, 4.01 against 3.33 down (docs/benchmarks-notes.md).
+/// flight waits there. 256 KB rather than 2 MB, two builds alternated: 100 sessions through
+/// one 200 Mbit/s link for 60 s left the server at 286/351 MB resident against 522/503 MB, and
+/// one loopback stream (`bench/loopback.sh`, 5 runs each) did not slow down: median 3.69
+/// against 2.41 Gbit/s up, 4.01 against 3.33 down (docs/benchmarks-notes.md).
 pub const WRITE_BUDGET: usize = 256 << 10;
 /// Bytes the driver may hand to an application before it consumes them.
 pub const READ_BUDGET: usize = 4 << 20;

@@ -10,6 +10,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 const TCP_READ: usize = 64 * 1024;
+/// The buffer TCP reads fill end to end, chunk after chunk, before a new one is allocated.
+pub const READ_BUFFER: usize = 4 * TCP_READ;
 /// A read goes into what is left of the current buffer while at least this much is left.
 /// Every chunk handed to the stream keeps its whole allocation alive until the peer has
 /// acknowledged it: with a fresh 64 kB buffer for each short read, 20 sessions at 1.9 Mbit/s
@@ -85,7 +87,7 @@ where
         // One allocation reused while the chunks handed out from it are gone (BytesMut
         // reclaims its buffer on reserve), instead of a fresh 64 kB per read; short reads
         // fill it end to end, so their chunks share it (see `MIN_READ`).
-        let mut buf = BytesMut::with_capacity(4 * TCP_READ);
+        let mut buf = BytesMut::with_capacity(READ_BUFFER);
         loop {
             if buf.capacity() - buf.len() < MIN_READ {
                 buf.reserve(TCP_READ);

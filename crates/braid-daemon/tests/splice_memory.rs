@@ -5,7 +5,7 @@
 
 use braid_core::StreamId;
 use braid_daemon::bridge::{pair, AppMsg, Inbound, WRITE_BUDGET};
-use braid_daemon::splice::copy_both;
+use braid_daemon::splice::{copy_both, READ_BUFFER};
 use bytes::Bytes;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::pin::Pin;
@@ -90,9 +90,8 @@ async fn short_reads_share_their_buffers() {
     let data: usize = held.iter().map(Bytes::len).sum();
     assert_eq!(data, READS * SIZE);
     let heap = LIVE.load(Ordering::Relaxed).saturating_sub(before);
-    // At most twice the data, plus the one read buffer (4 × 64 kB) still being filled; a fresh
-    // 64 kB buffer per read would hold 64 kB per read.
-    const READ_BUFFER: usize = 256 * 1024;
+    // At most twice the data, plus the one read buffer still being filled; a fresh 64 kB
+    // buffer per read would hold 64 kB per read.
     assert!(
         heap < 2 * data + READ_BUFFER,
         "{} kB of heap hold {} kB read in {READS} reads of {SIZE} bytes",

@@ -6,8 +6,8 @@
 //! session each, with fresh keys from the OS. Phase 1 brings up `--sessions` sessions, leaves
 //! them idle (keepalives only) for `--idle`, and reads the server's RSS before and after, and
 //! its CPU time while idle. Phase 2 makes `--active` of them download from a local TCP source
-//! through their SOCKS5 front ends at once (or `--stagger` apart) for `--duration`, all through one shaped link
-//! (`--bottleneck 200mbit/10ms`, the simulator's link spec), or, without it, with the
+//! through their SOCKS5 front ends at once (or `--stagger` apart) for `--duration`, all
+//! through one shaped link (`--bottleneck 200mbit/10ms`, the simulator's link spec), or, without it, with the
 //! machine's CPU as the shared bottleneck (server, clients and sources compete). It prints each session's
 //! goodput over the second half, their spread (largest deviation from the mean, as a share of
 //! the mean) and Jain's fairness index.
@@ -20,6 +20,7 @@
 //! Targets (issue 13): ≤ 100 MB server RSS with 1,000 idle sessions; 100 active sessions within
 //! 10 % of each other. The last line is one JSON object with the figures.
 
+use braid_core::units::parse_duration;
 use braid_core::{SessionConfig, StaticSecret};
 use braid_daemon::config::{ClientPolicy, UsageFile};
 use braid_daemon::egress::EgressPolicy;
@@ -62,27 +63,24 @@ fn parse_args() -> Result<Args, String> {
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
-        let secs = |v: &str| match v.strip_suffix("ms") {
-            Some(ms) => ms.parse::<f64>().map(|m| Duration::from_secs_f64(m / 1e3)),
-            None => v.trim_end_matches('s').parse::<f64>().map(Duration::from_secs_f64),
-        };
         match flag.as_str() {
             "--sessions" => a.sessions = value.parse().map_err(|e| format!("--sessions: {e}"))?,
             "--active" => a.active = value.parse().map_err(|e| format!("--active: {e}"))?,
-            "--idle" => a.idle = secs(&value).map_err(|e| format!("--idle: {e}"))?,
-            "--duration" => a.duration = secs(&value).map_err(|e| format!("--duration: {e}"))?,
+            "--idle" => a.idle = parse_duration(&value).map_err(|e| format!("--idle: {e}"))?,
+            "--duration" => a.duration = parse_duration(&value).map_err(|e| format!("--duration: {e}"))?,
             "--bottleneck" => {
                 a.bottleneck = Some(LinkSpec::parse(&value).map_err(|e| format!("--bottleneck: {e}"))?)
             }
             "--congestion" => a.congestion = value.parse().map_err(|e| format!("--congestion: {e}"))?,
-            "--stagger" => a.stagger = secs(&value).map_err(|e| format!("--stagger: {e}"))?,
+            "--stagger" => a.stagger = parse_duration(&value).map_err(|e| format!("--stagger: {e}"))?,
             _ => return Err(format!("unknown option {flag}")),
         }
     }
     if a.active > a.sessions {
         return Err("--active cannot exceed --sessions".into());
     }
-    if a.stagger * a.active.saturating_sub(1) as u32 >= a.duration / 2 {
+    let last_start = u32::try_from(a.active.saturating_sub(1)).ok().and_then(|n| a.stagger.checked_mul(n));
+    if last_start.is_none_or(|t| t >= a.duration / 2) {
         return Err(
             "the last download must start before the measured half: (active - 1) × stagger < duration / 2"
                 .into(),

@@ -9,12 +9,12 @@
 //! propagation delay, and sizing the pipe from it raised EDPF's reorder on seed 004's mixes.
 //!
 //! So a rise counts only when it is more than the sender's own packets could have queued:
-//! every sample (less its ACK delay, RFC 9002 §5.3) for [`RISE_HOLD`] stays above the base by more than
-//! [`slack`] — the larger of half the base (EDPF's queue allowance) and the bytes in flight
-//! drained at the path's rate, plus [`QUEUED_PACKETS`] packets. (A burst such as the initial
-//! window queues 2.4 s at 50 kbit/s; the bytes in flight account for it.) The base then becomes
-//! the smallest of those samples, and follows lower samples down again (a delay that falls
-//! back, or a queue that drains).
+//! every sample (less its ACK delay, RFC 9002 §5.3) for [`RISE_HOLD`] stays above the base by
+//! more than [`slack`] — the larger of half the base (EDPF's queue allowance) and the bytes in
+//! flight drained at the path's rate, plus [`QUEUED_PACKETS`] packets. (A burst such as the
+//! initial window queues 2.4 s at 50 kbit/s; the bytes in flight account for it.) The base then
+//! becomes the smallest of those samples, and follows lower samples down again (a delay that
+//! falls back, or a queue that drains).
 //!
 //! EDPF reads it ([`crate::scheduler::PathView::min_rtt`]), for its in-flight bound and for
 //! each path's one-way delay; the congestion controllers and the loss timers keep the lifetime
