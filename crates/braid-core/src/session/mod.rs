@@ -30,6 +30,7 @@ mod recv;
 mod reports;
 mod schedulers;
 mod scheduling;
+mod stall;
 mod streams_api;
 mod timers;
 pub mod timing;
@@ -165,6 +166,8 @@ pub struct Session {
     last_data_sent: Option<Timestamp>,
     /// Loss fetching's queue (seed 003, see `fetch`).
     fetch: fetch::LossFetch,
+    /// Stalled stream heads and their reinjection (see `stall`).
+    stall: stall::StallWatch,
     /// Lost stream bytes, recorded when asked for (see `lost_log`).
     lost_log: Option<VecDeque<lost_log::LostRange>>,
 }
@@ -228,6 +231,7 @@ impl Session {
             next_admission: now,
             last_data_sent: None,
             fetch: Default::default(),
+            stall: Default::default(),
             lost_log: None,
             config,
         }

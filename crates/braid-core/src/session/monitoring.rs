@@ -49,6 +49,7 @@ impl Session {
         self.next_housekeeping = now + HOUSEKEEPING;
         self.update_secondary(now);
         self.streams.size_send_buffer(self.send_buffer_want(now));
+        self.watch_stalls(now);
         self.size_receive_windows(now);
         let classes = self.class_views(now);
         if !classes.is_empty() {

@@ -13,6 +13,7 @@
 //! | `Keepalive(path)` | path idle | PING sent |
 //! | `ValidationResend(path)` | challenge sent, path may send | challenge resent |
 //! | `ValidationDeadline(path)` | validation started | path fails (or a migration is dropped) |
+//! | `Stall` | a stream's head holds it back (`stall`) | the head is sent again |
 //!
 //! `poll_timeout` is the minimum of the table; `handle_timeout` acts on every expired entry.
 
@@ -47,6 +48,8 @@ pub enum Timer {
     ValidationResend(PathId),
     /// Validation deadline.
     ValidationDeadline(PathId),
+    /// A stalled stream head is due to be sent again.
+    Stall,
 }
 
 impl Session {
@@ -65,6 +68,9 @@ impl Session {
                 f(Timer::Idle, self.last_activity + self.config.idle_timeout);
                 if let Some(t) = self.next_send {
                     f(Timer::Pacing, t);
+                }
+                if let Some(t) = self.stall_deadline() {
+                    f(Timer::Stall, t);
                 }
                 for (idx, p) in self.paths.iter().enumerate() {
                     let id = p.id;
@@ -137,6 +143,7 @@ impl Session {
         if self.next_send.is_some_and(|t| t <= now) {
             self.next_send = None;
         }
+        self.reinject_stalled(now);
         let mad = self.config.max_ack_delay;
         let mut idx = 0;
         while idx < self.paths.len() {

@@ -188,6 +188,28 @@ impl Streams {
         }
     }
 
+    /// Every stream's stalled head ([`super::send::SendStream::stalled_head`]), at most `max_len`
+    /// bytes each. O(streams): asked a few times a second, not per packet.
+    pub fn stalled_heads(&self, max_len: u64) -> smallvec::SmallVec<[(u64, std::ops::Range<u64>); 4]> {
+        let (credit, cap) = (self.flow.credit(), self.send_cap);
+        self.streams
+            .iter()
+            .filter_map(|(&id, s)| Some((id, s.send.stalled_head(credit, cap, max_len)?)))
+            .collect()
+    }
+
+    /// Sends stream `id`'s unacknowledged holes again, up to `max_len` bytes, although they
+    /// are not known lost (a stalled head, `session::stall`). Returns the bytes queued.
+    pub fn reinject(&mut self, id: u64, max_len: u64) -> u64 {
+        let Some(s) = self.streams.get_mut(&id) else { return 0 };
+        let queued = s.send.reinject_holes(max_len);
+        if queued > 0 {
+            self.touched(id);
+            self.queue.enqueue(id);
+        }
+        queued
+    }
+
     /// A STREAM_OPEN we sent was lost: announce the class again with the next frame.
     pub fn on_open_lost(&mut self, id: u64) {
         if let Some(s) = self.streams.get_mut(&id) {

@@ -5,6 +5,10 @@ use crate::ranges::RangeSet;
 use bytes::{Bytes, BytesMut};
 use std::collections::BTreeMap;
 
+/// A send buffer with less room than this counts as full for [`SendStream::stalled_head`]:
+/// an application writes in chunks (the daemon's reads are 64 KB) and waits for room for one.
+pub const WRITE_SLACK: u64 = 64 * 1024;
+
 /// Send-side state of one stream.
 #[derive(Debug, Default)]
 pub struct SendStream {
@@ -317,6 +321,49 @@ impl SendStream {
         for gap in self.acked.gaps_in(start..end) {
             self.retransmit.insert(gap);
         }
+    }
+
+    /// The unacknowledged sent bytes at the stream's head (at most `max_len` of them) while
+    /// they hold everything else back: the stream can send nothing now, and its send buffer
+    /// (of `cap` bytes) has no room for another application write of up to [`WRITE_SLACK`]
+    /// bytes, or data waits for the peer's credit (`conn_credit`: what the session's flow
+    /// control allows). None when the head is unsent, queued for retransmission, or the stream
+    /// simply has nothing more to say. See `session::stall`.
+    pub fn stalled_head(&self, conn_credit: u64, cap: u64, max_len: u64) -> Option<std::ops::Range<u64>> {
+        if self.reset.is_some() || !self.retransmit.is_empty() || self.has_sendable(conn_credit) {
+            return None;
+        }
+        let full = self.blocked || self.buffered().saturating_add(WRITE_SLACK) > cap;
+        if !full && self.next_new >= self.write_offset {
+            return None;
+        }
+        let start = self.acked_prefix;
+        let end = self.acked.first().map_or(self.next_new, |r| r.start).min(self.next_new);
+        (start < end).then(|| start..end.min(start.saturating_add(max_len)))
+    }
+
+    /// Queues for sending again the unacknowledged bytes below the highest acknowledged offset
+    /// (or the head alone, when nothing beyond it is acknowledged), at most `max_len` bytes from
+    /// the head on: what slower paths still carry while faster ones delivered what follows.
+    /// Returns the bytes queued.
+    pub fn reinject_holes(&mut self, max_len: u64) -> u64 {
+        if self.reset.is_some() {
+            return 0;
+        }
+        let top = self.acked.max().map_or(self.next_new, |m| m + 1).min(self.next_new);
+        let top = top.max(self.acked_prefix.saturating_add(1).min(self.next_new));
+        let mut left = max_len;
+        let holes: smallvec::SmallVec<[std::ops::Range<u64>; 8]> =
+            self.acked.gaps_in(self.acked_prefix..top).collect();
+        for gap in holes {
+            if left == 0 {
+                break;
+            }
+            let end = gap.end.min(gap.start + left);
+            left -= end - gap.start;
+            self.retransmit.insert(gap.start..end);
+        }
+        max_len - left
     }
 
     /// The first part of `[start, end)` that is not acknowledged (None also after a reset):

@@ -131,3 +131,50 @@ fn respects_flow_control() {
     s.max_data = 10;
     assert_eq!(s.next_chunk(|_| 100, 2).unwrap().len, 2);
 }
+
+#[test]
+fn a_full_buffer_held_by_its_head_stalls_and_its_holes_are_queued() {
+    let mut s = SendStream::new(1 << 20);
+    s.write(Bytes::from(vec![7u8; 10_000]));
+    // Ten 1000-byte packets out; the first and the sixth ride a slow path, the rest are acked.
+    for _ in 0..10 {
+        s.next_chunk(|_| 1000, u64::MAX).unwrap();
+    }
+    for k in [1u64, 2, 3, 4, 6, 7, 8, 9] {
+        s.on_acked(k * 1000, 1000, false);
+    }
+    // Room for another write: not stalled (the application can go on).
+    assert_eq!(s.stalled_head(u64::MAX, 1 << 20, 64 * 1024), None);
+    // The buffer is full (cap 10 kB): the head stalls.
+    assert_eq!(s.stalled_head(u64::MAX, 10_000, 64 * 1024), Some(0..1000));
+    // Both holes below the highest acknowledged byte are queued, and only they.
+    assert_eq!(s.reinject_holes(64 * 1024), 2000);
+    assert_eq!(
+        s.next_chunk(|_| 5000, u64::MAX).map(|c| (c.offset, c.len, c.retransmit)),
+        Some((0, 1000, true))
+    );
+    assert_eq!(
+        s.next_chunk(|_| 5000, u64::MAX).map(|c| (c.offset, c.len, c.retransmit)),
+        Some((5000, 1000, true))
+    );
+    // A head queued for retransmission is not a stall.
+    s.on_lost(0, 1000, false);
+    assert_eq!(s.stalled_head(u64::MAX, 10_000, 64 * 1024), None);
+}
+
+#[test]
+fn reinjection_is_bounded_and_a_head_waiting_for_credit_stalls() {
+    let mut s = SendStream::new(4000);
+    s.write(Bytes::from(vec![7u8; 10_000]));
+    for _ in 0..4 {
+        s.next_chunk(|_| 1000, u64::MAX).unwrap();
+    }
+    s.on_acked(3000, 1000, false);
+    // The stream's limit (4000) stops it with data unsent: the head holds it.
+    assert_eq!(s.stalled_head(u64::MAX, 1 << 20, 1500), Some(0..1500));
+    assert_eq!(s.reinject_holes(1500), 1500);
+    // After a reset nothing stalls and nothing is queued.
+    s.reset(1);
+    assert_eq!(s.stalled_head(u64::MAX, 1 << 20, 1500), None);
+    assert_eq!(s.reinject_holes(1500), 0);
+}
