@@ -23,6 +23,24 @@ pub const WRITE_BUDGET: usize = 256 << 10;
 /// Bytes the driver may hand to an application before it consumes them.
 pub const READ_BUDGET: usize = 4 << 20;
 
+/// Why a stream could not be opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpenError {
+    /// The server's limit on this client's open streams is reached.
+    Limit,
+    /// There is no session to open it on: it ended, or none could be made (why).
+    NoSession(String),
+}
+
+impl std::fmt::Display for OpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OpenError::Limit => f.write_str("the server's stream limit is reached"),
+            OpenError::NoSession(why) => f.write_str(why),
+        }
+    }
+}
+
 /// A request to the driver.
 pub enum AppMsg {
     /// Open a stream of `class` whose first bytes are `request`.
@@ -32,7 +50,7 @@ pub enum AppMsg {
         /// First bytes (the CONNECT request).
         request: Bytes,
         /// Where the stream's ends go (or why it could not be opened).
-        reply: oneshot::Sender<Result<StreamEnds, String>>,
+        reply: oneshot::Sender<Result<StreamEnds, OpenError>>,
     },
     /// Bytes for a stream; their size was taken from its write budget.
     Data(StreamId, Bytes),

@@ -4,7 +4,7 @@
 //! code.
 
 use crate::appproto::{decode_udp, split_host_port, Target};
-use crate::bridge::{AppMsg, StreamEnds};
+use crate::bridge::{AppMsg, OpenError, StreamEnds};
 use crate::config::{ClientSettings, LinkKind};
 use crate::driver::{Driver, LinkMsg, Role, Wiring};
 use crate::error::Failure;
@@ -564,6 +564,12 @@ impl Supervisor {
                 Err(e) => {
                     let links = connecting.links().to_vec();
                     phase = None;
+                    // Connections carried over the phase's failed attempts are refused now.
+                    while let Ok(m) = app_rx.try_recv() {
+                        if let AppMsg::Open { reply, .. } = m {
+                            let _ = reply.send(Err(OpenError::NoSession(format!("no session: {e}"))));
+                        }
+                    }
                     if !ever.load(Ordering::SeqCst) {
                         return Err(crate::failover::give_up_failure(e, &self.settings, &links));
                     }
@@ -635,6 +641,7 @@ impl Supervisor {
             for (id, l) in &bound {
                 driver.bind_path(*id, l.link.clone(), l.label.clone());
             }
+            driver.carry_opens();
             let started = Instant::now();
             // A closed server port answers the handshake with ICMP: give up on this link at
             // once instead of waiting out the handshake timeout.

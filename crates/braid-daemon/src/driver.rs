@@ -9,7 +9,7 @@
 //! The server's one socket is read by its endpoint loop, which routes batches to the
 //! session's `inbox`.
 
-use crate::bridge::{pair, AppMsg, DriverEnd, Inbound, StreamEnds};
+use crate::bridge::{pair, AppMsg, DriverEnd, Inbound, OpenError, StreamEnds};
 use crate::rates::RateMemory;
 use crate::status::{session_label, session_status, StatusBoard};
 use crate::udp::{canonical, Incoming, Receiver, UdpLink};
@@ -85,6 +85,9 @@ pub struct Driver<R: Role> {
     kick: Arc<Notify>,
     streams: HashMap<StreamId, DriverEnd>,
     pending_opens: VecDeque<AppMsg>,
+    /// Opens still waiting for the handshake when it fails go back to the application channel
+    /// for the next attempt (see [`Driver::carry_opens`]) instead of being refused.
+    carry_opens: bool,
     board: Option<StatusBoard>,
     peer_label: String,
     rates: RateMemory,
@@ -141,6 +144,7 @@ impl<R: Role> Driver<R> {
             kick: Arc::new(Notify::new()),
             streams: HashMap::new(),
             pending_opens: VecDeque::new(),
+            carry_opens: false,
             scheduler_rx: board.as_ref().map(|b| b.scheduler_requests()),
             admission_rx: board.as_ref().map(|b| b.admission_requests()),
             receiving: HashMap::new(),
@@ -352,10 +356,10 @@ impl<R: Role> Driver<R> {
                         let _ = reply.send(Ok(ends));
                     }
                     Err(StreamError::Limit) => {
-                        let _ = reply.send(Err("the server's stream limit is reached".into()));
+                        let _ = reply.send(Err(OpenError::Limit));
                     }
                     Err(e) => {
-                        let _ = reply.send(Err(format!("cannot open a stream: {e}")));
+                        let _ = reply.send(Err(OpenError::NoSession(format!("cannot open a stream: {e}"))));
                     }
                 }
             }
@@ -420,6 +424,16 @@ impl<R: Role> Driver<R> {
                 }
             }
         }
+    }
+
+    /// Connections the application opens while the handshake is under way outlive a failed
+    /// attempt: they go back to the application channel, and the next attempt of the client's
+    /// connect phase takes them (the client refuses them when the phase gives up). Without
+    /// this, a connection made while the first link's handshake was still waiting (2 s on a
+    /// 50 kbit/s link that did not answer in time) was refused although the next link's
+    /// handshake succeeded at once.
+    pub fn carry_opens(&mut self) {
+        self.carry_opens = true;
     }
 
     /// Lets the role count and change the paths (see [`Role::steer`]).
@@ -628,8 +642,16 @@ impl<R: Role> Driver<R> {
             }
         }
         for m in self.pending_opens.drain(..) {
+            let m = if self.carry_opens {
+                match self.app_tx.try_send(m) {
+                    Ok(()) => continue,
+                    Err(e) => e.into_inner(),
+                }
+            } else {
+                m
+            };
             if let AppMsg::Open { reply, .. } = m {
-                let _ = reply.send(Err("the session ended".into()));
+                let _ = reply.send(Err(OpenError::NoSession("the session ended".into())));
             }
         }
         if let Some(b) = &self.board {
@@ -637,3 +659,7 @@ impl<R: Role> Driver<R> {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "driver_tests.rs"]
+mod tests;

@@ -16,7 +16,7 @@ pub use gate::Gate;
 pub use udp::UdpRegistry;
 
 use crate::appproto::{encode_connect, encode_udp_open, Status, Target};
-use crate::bridge::{AppMsg, StreamEnds, StreamReader, StreamWriter};
+use crate::bridge::{AppMsg, OpenError, StreamEnds, StreamReader, StreamWriter};
 use crate::classes::{Classifier, Flow, Protocol, DATAGRAMS};
 use crate::splice::read_reply;
 use bytes::Bytes;
@@ -149,7 +149,10 @@ async fn open(app: &mpsc::Sender<AppMsg>, request: Bytes, class: u8) -> Result<(
     app.send(open).await.map_err(|_| Status::Unreachable)?;
     let ends = rx.await.map_err(|_| Status::Unreachable)?.map_err(|e| {
         tracing::debug!(error = %e, "stream not opened");
-        Status::Limit
+        match e {
+            OpenError::Limit => Status::Limit,
+            OpenError::NoSession(_) => Status::Unreachable,
+        }
     })?;
     let (mut reader, writer) = ends.split();
     match read_reply(&mut reader).await {
