@@ -34,14 +34,11 @@ struct Head {
     done: bool,
 }
 
-/// The stalled heads and what was done about them.
+/// The stalled heads being watched. (What is sent again counts in the sending path's
+/// retransmitted bytes, like any other resend.)
 #[derive(Debug, Default)]
 pub(super) struct StallWatch {
     heads: SmallVec<[Head; 2]>,
-    /// Heads sent again.
-    pub(super) reinjections: u64,
-    /// Bytes queued for sending again.
-    pub(super) reinjected_bytes: u64,
 }
 
 impl Session {
@@ -83,8 +80,7 @@ impl Session {
         let Some(limit) = self.stall_limit() else { return };
         for h in self.stall.heads.iter_mut().filter(|h| !h.done && now >= h.since + limit) {
             h.done = true;
-            self.stall.reinjected_bytes += self.streams.reinject(h.stream, MAX_REINJECT);
-            self.stall.reinjections += 1;
+            self.streams.reinject(h.stream, MAX_REINJECT);
         }
     }
 }
