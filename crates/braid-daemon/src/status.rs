@@ -57,6 +57,17 @@ pub struct PathStatus {
     /// 0 before the first.
     #[serde(default)]
     pub capacity_bps: f64,
+    /// What the capacity rests on: the latest delivery-rate sample, the latest packet pair
+    /// (0 before one) and the congestion controller's bottleneck model (BBR; 0 for others),
+    /// bit/s. A shaper's burst shows as a pair far above the delivery rate.
+    #[serde(default)]
+    pub delivery_rate_bps: f64,
+    /// See `delivery_rate_bps`.
+    #[serde(default)]
+    pub packet_pair_bps: f64,
+    /// See `delivery_rate_bps`.
+    #[serde(default)]
+    pub model_bps: f64,
     /// Smoothed loss fraction.
     pub loss: f64,
     /// The share of that loss that came with no queue: the link's own (random) loss, with
@@ -342,6 +353,9 @@ pub fn session_status(
                 recv_bps: rates.recv_bps,
                 goodput_bps: rates.goodput_bps,
                 capacity_bps: p.capacity * 8.0,
+                delivery_rate_bps: p.delivery_rate * 8.0,
+                packet_pair_bps: p.packet_pair.unwrap_or(0.0) * 8.0,
+                model_bps: p.model.unwrap_or(0.0) * 8.0,
                 loss: p.loss_rate,
                 impairment_loss: p.impairment_loss,
                 jitter_ms: p.jitter.as_secs_f64() * 1e3,

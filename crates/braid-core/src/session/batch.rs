@@ -96,13 +96,46 @@ impl TransmitBatch {
         open.batch
     }
 
-    /// Opens a batch with the datagram in `scratch[..size]`; returns its index.
-    fn open(&mut self, batch: Batch) -> usize {
+    /// Adds datagram `t`, built in `scratch`, to the open batch of its path, destination and
+    /// source, or opens one; returns a batch to send when one is full or `t` cannot join it.
+    fn gather(&mut self, t: super::Transmit, max_datagrams: usize) -> Option<Batch> {
+        let same = |o: &Open| {
+            o.batch.path == t.path && o.batch.destination == t.destination && o.batch.source == t.source
+        };
+        let batch = Batch {
+            path: t.path,
+            destination: t.destination,
+            source: t.source,
+            segment_size: t.size,
+            count: 1,
+        };
+        match self.open.iter().position(same) {
+            Some(i) if !t.alone && self.open[i].takes(t.size) => {
+                self.open[i].push(&self.scratch[..t.size]);
+                self.open[i].is_full(max_datagrams).then(|| self.hand_out(i))
+            }
+            Some(i) => {
+                // It cannot join: the open batch leaves, the datagram starts the next.
+                let full = self.hand_out(i);
+                self.open(batch, t.alone);
+                Some(full)
+            }
+            None => {
+                let i = self.open(batch, t.alone);
+                self.open[i].is_full(max_datagrams).then(|| self.hand_out(i))
+            }
+        }
+    }
+
+    /// Opens a batch with the datagram in `scratch[..size]`, closed to others when it must
+    /// leave `alone` ([`super::Transmit::alone`]); returns its index.
+    fn open(&mut self, batch: Batch, alone: bool) -> usize {
         let mut contents = self.spare.pop().unwrap_or_default();
         contents.clear();
         let size = batch.segment_size;
         let mut open = Open { batch: Batch { count: 0, ..batch }, contents, closed: false };
         open.push(&self.scratch[..size]);
+        open.closed |= alone;
         self.open.push(open);
         self.open.len() - 1
     }
@@ -121,35 +154,8 @@ impl Session {
         out: &mut TransmitBatch,
     ) -> Option<Batch> {
         while let Some(t) = self.poll_transmit(now, &mut out.scratch) {
-            let same = |o: &Open| {
-                o.batch.path == t.path && o.batch.destination == t.destination && o.batch.source == t.source
-            };
-            let batch = Batch {
-                path: t.path,
-                destination: t.destination,
-                source: t.source,
-                segment_size: t.size,
-                count: 1,
-            };
-            match out.open.iter().position(same) {
-                Some(i) if out.open[i].takes(t.size) => {
-                    out.open[i].push(&out.scratch[..t.size]);
-                    if out.open[i].is_full(max_datagrams) {
-                        return Some(out.hand_out(i));
-                    }
-                }
-                Some(i) => {
-                    // It cannot join: the open batch leaves, the datagram starts the next.
-                    let full = out.hand_out(i);
-                    out.open(batch);
-                    return Some(full);
-                }
-                None => {
-                    let i = out.open(batch);
-                    if out.open[i].is_full(max_datagrams) {
-                        return Some(out.hand_out(i));
-                    }
-                }
+            if let Some(b) = out.gather(t, max_datagrams) {
+                return Some(b);
             }
         }
         if out.open.is_empty() {
@@ -157,5 +163,37 @@ impl Session {
         } else {
             Some(out.hand_out(0))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::Transmit;
+
+    fn datagram(out: &mut TransmitBatch, path: PathId, size: usize, alone: bool) -> Transmit {
+        out.scratch = vec![path; size];
+        let to: SocketAddr = "192.0.2.1:7000".parse().unwrap();
+        Transmit { path, destination: to, source: None, size, alone }
+    }
+
+    #[test]
+    fn a_probe_leaves_alone_and_in_order() {
+        let mut out = TransmitBatch::new();
+        let t = datagram(&mut out, 0, 1200, false);
+        assert_eq!(out.gather(t, 10), None);
+        let t = datagram(&mut out, 0, 1200, false);
+        assert_eq!(out.gather(t, 10), None, "data of one path gathers");
+        // A probe: the data before it leaves first, then the probe on its own.
+        let t = datagram(&mut out, 0, 1200, true);
+        assert_eq!(out.gather(t, 10).map(|b| b.count), Some(2));
+        let t = datagram(&mut out, 0, 1200, true);
+        assert_eq!(out.gather(t, 10).map(|b| b.count), Some(1), "the first probe");
+        let t = datagram(&mut out, 0, 1200, false);
+        assert_eq!(out.gather(t, 10).map(|b| b.count), Some(1), "the second probe");
+        let t = datagram(&mut out, 0, 1200, false);
+        assert_eq!(out.gather(t, 10), None, "data after the probes gathers again");
+        assert_eq!(out.open.len(), 1);
+        assert_eq!(out.open[0].batch.count, 2);
     }
 }

@@ -24,6 +24,18 @@ pub struct Transmit {
     pub source: Option<SocketAddr>,
     /// Its size.
     pub size: usize,
+    /// It leaves as a datagram of its own, never in a segmented send (GSO) with others: a
+    /// packet-pair probe, whose spacing from its neighbours is the measurement. A segmented
+    /// send is one packet to the qdisc, so a shaper on the sending host (htb) passes it whole
+    /// and the peer sees the probes arrive together.
+    pub alone: bool,
+}
+
+impl Transmit {
+    /// A datagram of `size` bytes to `path`'s peer address, from its local one.
+    pub(super) fn on(path: &Path, size: usize) -> Transmit {
+        Transmit { path: path.id, destination: path.remote, source: path.local, size, alone: false }
+    }
 }
 
 /// A packet being built in the caller's buffer.
@@ -100,6 +112,12 @@ impl Builder {
             path.stats.packets_sent += 1;
             path.last_sent = Some(now);
         }
-        Transmit { path: path.id, destination: destination.unwrap_or(path.remote), source: path.local, size }
+        Transmit {
+            path: path.id,
+            destination: destination.unwrap_or(path.remote),
+            source: path.local,
+            size,
+            alone: false,
+        }
     }
 }

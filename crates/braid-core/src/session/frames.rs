@@ -150,6 +150,7 @@ impl Session {
             let delay = std::time::Duration::from_micros(ack.ack_delay_us);
             let p = &mut self.paths[idx];
             if let Some(rate) = p.monitor.on_ack_for_pair(now, ack.largest, delay, via) {
+                tracing::debug!(session = %self.local_id, path = ack.path_id, via, rate, "packet pair");
                 p.capacity_estimate.on_packet_pair(now, rate);
             }
         }

@@ -32,6 +32,7 @@ impl Session {
             monitor_state: p.monitor_state(),
             capacity: p.capacity(self.last_activity),
             packet_pair: p.capacity_estimate.packet_pair(),
+            model: p.cc.bandwidth(),
             impairment_loss: p.monitor.impairment_loss,
             random_losses: p.monitor.random_losses,
             congestion_losses: p.monitor.congestion_losses,
@@ -86,6 +87,9 @@ pub struct PathInfo {
     pub capacity: f64,
     /// Latest packet-pair estimate, bytes/s.
     pub packet_pair: Option<f64>,
+    /// The congestion controller's bottleneck model (BBR's max-filtered delivery rate),
+    /// bytes/s, if it keeps one.
+    pub model: Option<f64>,
     /// Loss fraction due to the link itself (losses without a queue).
     pub impairment_loss: f64,
     /// Loss events classed as random.

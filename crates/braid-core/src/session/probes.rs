@@ -47,7 +47,7 @@ impl Session {
                 }
                 b.ack_eliciting = true;
                 let pn = b.pn;
-                let t = self.seal_and_record(now, b, buf, None);
+                let t = Transmit { alone: true, ..self.seal_and_record(now, b, buf, None) };
                 self.paths[idx].monitor.on_pair_sent(now, pn, t.size as u64);
                 return Some(t);
             }

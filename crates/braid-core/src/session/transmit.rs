@@ -29,8 +29,7 @@ impl Session {
                 *tries += 1;
                 *next_send = now + super::timing::handshake_backoff(*tries);
                 buf.extend_from_slice(&initiator.init_packet);
-                let p = &self.paths[0];
-                return Some(Transmit { path: 0, destination: p.remote, source: p.local, size: buf.len() });
+                return Some(Transmit::on(&self.paths[0], buf.len()));
             }
             State::Closing { .. } => return self.poll_close(now, buf),
             State::Established => {}
@@ -39,7 +38,7 @@ impl Session {
             self.handshake_resp_due = false;
             if let (Some(resp), Some(p)) = (&self.handshake_resp, self.path(0)) {
                 buf.extend_from_slice(resp);
-                return Some(Transmit { path: 0, destination: p.remote, source: p.local, size: buf.len() });
+                return Some(Transmit::on(p, buf.len()));
             }
         }
         self.housekeeping(now);
