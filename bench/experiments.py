@@ -2374,25 +2374,27 @@ outage (38–53 bytes/s), so the rule left the Wi-Fi out. Counting those samples
 only (held back from the blackout's start) moved 81 lines of this file both ways, so neither
 is in.
 
-**A packet pair through a token bucket** (found in the lab, not solved). Seed 001's pair
-(§4.1, "bandwidth = size/Δ") assumes a FIFO bottleneck. A shaper is a token bucket: the lab's
-htb (a 1,600-byte bucket and one packet of overdraft) passes two back-to-back packets at line
-rate, and a UDP GSO send, one packet to the qdisc, passes whole. On `lab/slow.toml` (50 kbit/s
-beside 100 Mbit/s) the slow path's pair read 90–473 Mbit/s while its delivery rate said
-48 kbit/s (`packet_pair_bps` and `delivery_rate_bps`, new in the status API), EDPF filled its
-3.8 s queue and the stream stalled behind it. Probes now leave as datagrams of their own
-(never in a GSO batch; the simulator does not batch, so nothing here moves). Tried and not in:
-dropping a pair above 100 times anything the path delivered and measuring that path with
-trains of three from then on (the third probe waits for tokens). It lifted the lab run (EDPF,
-median of 3: 0.166 → 0.553 of the links up, 0.096 → 0.190 down), but the rule also fires in the
-simulator — on Table III's mix a pair read 567 kB/s (a 2.56 ms gap) at 0.65 s on paths of at
-most 200 kbit/s, and the estimate takes it today; how a simulated FIFO link gives that gap is
-not yet found — and where it fired this file moved both ways: Table III's EDPF reorder (BBR
-6 → 14), Figs. 16–18 (NewReno 6 → 35), the unequal-link piconet (EDPF 207 → 219 kb/s), the
-stall table above (EDPF 0.803 → 0.900), and three of `crates/braid-sim/tests/papers.rs`'s
-seed 004 checks failed. Trains on every path cost more (Table III: 6 → 22 packets, 310 lines
-of this file), and so did a first train on every path (6 → 23, 308 lines). The lab figures are
-in docs/benchmarks.md ("A token-bucket link").
+**A packet pair through a token bucket** (`monitor.rs`, `TRAIN_MAX`). Seed 001's pair (§4.1,
+"bandwidth = size/Δ") assumes a FIFO bottleneck. A shaper is a token bucket: the lab's htb (a
+1,600-byte bucket and one packet of overdraft) passes two back-to-back packets at line rate,
+and a UDP GSO send, one packet to the qdisc, passes whole. On `lab/slow.toml` (50 kbit/s beside
+100 Mbit/s) the slow path's pair read 90–473 Mbit/s while its delivery rate said 48 kbit/s
+(`packet_pair_bps` and `delivery_rate_bps`, new in the status API), EDPF filled its 3.8 s queue
+and the stream stalled behind it. Now probes leave as datagrams of their own (never in a GSO
+batch), and a pair above 100 times anything the path delivered is taken for a burst: dropped,
+and the path measured from then on with trains of three, whose widest gap is the shaped rate
+(the third probe waits for tokens). A gap also counts only when one ACK packet placed both of
+its probes: placed by two, the first ACK may have waited behind data on the way back — in the
+simulator, on Table III's mix, a pair read 567 kB/s (2.56 ms) on paths of at most 200 kbit/s
+that way, and the estimate took it. The lab (EDPF, median of 3): 0.166 → 0.335 of the links up,
+0.096 → 0.319 down. Here: Table III and Figs. 16–18 do not move; the stall table above moves
+(EDPF 0.803 → 0.900), the sweep (outside loss recovery 16 → 17 of 30, efficiency 0.903 →
+0.904), seed 000's piconet tables by tenths of a percent both ways, and FPS's Table VII row
+(second layer 50.45 → 93.00 % lost: 45 kbit/s of layers on 2 × 20 kbit/s lossy links leaves
+that layer on the edge of fitting; the capacity estimates are the same in both runs for the
+first ~120 s). Trains on every path cost more (Table III: 6 → 22 packets, 310 lines of this
+file), and so did a first train on every path (6 → 23, 308 lines). The lab figures are in
+docs/benchmarks.md ("A token-bucket link").
 
 **EDPF after a path's base delay rises** (issue 14). EDPF lets a path hold 1.5 × rate × its
 minimum RTT (+3 packets) in flight. Sized from the lifetime minimum, a 20 Mbit/s path whose RTT

@@ -143,6 +143,12 @@ impl CapacityEstimate {
         self.latest
     }
 
+    /// The largest delivery-rate sample, decaying (0: none yet), bytes/s: what the path has
+    /// shown it delivers, for judging a packet pair (`Monitor::on_ack_for_pair`).
+    pub fn delivered_peak(&self) -> f64 {
+        self.decaying_max
+    }
+
     /// The latest packet-pair estimate, bytes/s.
     pub fn packet_pair(&self) -> Option<f64> {
         self.packet_pair.map(|(r, _)| r)

@@ -148,8 +148,10 @@ impl Session {
             // Packet pair: the time the peer received the probe this frame reports as largest
             // (whether or not it acknowledges anything new).
             let delay = std::time::Duration::from_micros(ack.ack_delay_us);
+            let packet = self.stats.packets_received;
             let p = &mut self.paths[idx];
-            if let Some(rate) = p.monitor.on_ack_for_pair(now, ack.largest, delay, via) {
+            let peak = p.capacity_estimate.delivered_peak();
+            if let Some(rate) = p.monitor.on_ack_for_pair(now, ack.largest, delay, (via, packet), peak) {
                 tracing::debug!(session = %self.local_id, path = ack.path_id, via, rate, "packet pair");
                 p.capacity_estimate.on_packet_pair(now, rate);
             }
