@@ -68,11 +68,11 @@ impl MonitorState {
 ///
 /// A shaper (htb, tbf, an operator's policer) lets a full bucket through at line rate: htb's
 /// default bucket of 1,600 bytes, with the one packet of overdraft it allows, passed two
-/// back-to-back probes together, and a 50 kbit/s link read 90–350 Mbit/s in the lab (its
+/// back-to-back probes together, and a 50 kbit/s link read 90–473 Mbit/s in the lab (its
 /// delivery rate said 48 kbit/s). A third probe waits for tokens, so the second gap shows the
-/// shaped rate. Behind a FIFO bottleneck the gaps are the same, and a third probe on every
-/// path cost EDPF's reorder on seed 004's Table III mix (6 → 22 packets: 0.7 s of probes on its
-/// 50 kbit/s path), so a path starts with pairs and moves to trains of three for good once a
+/// shaped rate. Behind a FIFO bottleneck the gaps are the same, but a third probe on every
+/// path moved EDPF's reorder on seed 004's Table III mix (6 → 22 packets), so a path starts
+/// with pairs and moves to trains of three for good once a
 /// pair reads more than [`BURST_RATIO`] times anything it delivered; that pair is dropped and
 /// a train sent at once.
 pub const TRAIN_MAX: usize = 3;
@@ -247,12 +247,12 @@ impl Monitor {
     /// An ACK frame whose largest packet number is `largest` arrived at `now` on path `via` and
     /// says the peer held it for `ack_delay`: if that is a probe of the pair, its arrival at the
     /// peer is placed on our clock (shifted by the return trip, the same for both probes when
-    /// the peer reports them in one packet). Completes a sample when all are placed — the
-    /// widest gap between consecutive arrivals (see [`TRAIN_MAX`]) — and drops it when the
-    /// ACKs came back on different paths: with ACKs offloaded to a fast path
-    /// and a liveness ACK on the path itself, the gap would carry the difference of two return
-    /// trips (a 100 Mbit/s path beside a 2 Mbit/s, 5 ms one was measured at 28 Mbit/s and
-    /// held there by EDPF's in-flight bound). A pair above [`BURST_RATIO`] times
+    /// the peer reports them in one packet). A gap between two probes counts only when one ACK
+    /// `packet` — (the path it came on, the session's count of packets received) — placed both:
+    /// ACKs in two packets may come back on different paths (with ACKs offloaded to a fast
+    /// path, a 100 Mbit/s path beside a 2 Mbit/s, 5 ms one was measured at 28 Mbit/s), or the
+    /// first may wait behind data on its way back. Completes a sample when every gap is
+    /// known — the widest (see [`TRAIN_MAX`]). A pair above [`BURST_RATIO`] times
     /// `delivered_peak` (the path's largest delivery rate, 0 if none) is a shaper's burst: it
     /// is dropped and a train of [`TRAIN_MAX`] is due at once. Returns a completed sample,
     /// bytes/s.
@@ -420,6 +420,11 @@ mod tests {
         assert_eq!(m.on_ack_for_pair(ms(651), 7, Duration::ZERO, (0, 1), 0.0), None);
         assert_eq!(m.on_ack_for_pair(us(653_560), 8, Duration::ZERO, (0, 2), 0.0), None);
         assert!(m.pair.is_some(), "still waiting for a report of both");
+        // Nor from ACKs that came back on different paths.
+        let mut m = Monitor::default();
+        send_probes(&mut m, 200, 11);
+        assert_eq!(m.on_ack_for_pair(ms(210), 11, Duration::ZERO, (1, 5), 0.0), None);
+        assert_eq!(m.on_ack_for_pair(ms(350), 12, Duration::ZERO, (0, 6), 0.0), None);
     }
 
     #[test]
