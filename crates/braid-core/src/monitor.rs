@@ -70,15 +70,30 @@ impl MonitorState {
 /// default bucket of 1,600 bytes, with the one packet of overdraft it allows, passed two
 /// back-to-back probes together, and a 50 kbit/s link read 90–473 Mbit/s in the lab (its
 /// delivery rate said 48 kbit/s). A third probe waits for tokens, so the second gap shows the
-/// shaped rate. Behind a FIFO bottleneck the gaps are the same, but a third probe on every
-/// path moved EDPF's reorder on seed 004's Table III mix (6 → 22 packets), so a path starts
-/// with pairs and moves to trains of three for good once a
-/// pair reads more than [`BURST_RATIO`] times anything it delivered; that pair is dropped and
-/// a train sent at once.
+/// shaped rate. Behind a FIFO bottleneck the gaps are the same. A path's first measurement
+/// is a train; later ones are pairs, and trains for good once a train's gaps differ (see
+/// [`SHAPER_GAP_RATIO`]) or a pair reads more than [`BURST_RATIO`] times anything the path
+/// delivered (that pair is dropped and a train sent at once). Trains on every path, always,
+/// moved EDPF's reorder on seed 004's Table III mix from 6 to 22 packets; that figure swings
+/// 6–22 packets with 1 ms more or less of one link's delay, so it does not rule trains out, but
+/// pairs cost less on slow links.
 pub const TRAIN_MAX: usize = 3;
 /// A pair above this multiple of the path's largest delivery rate is taken for a shaper's
 /// burst (see [`TRAIN_MAX`]).
 pub const BURST_RATIO: f64 = 100.0;
+/// A train whose widest gap is more than this multiple of its narrowest went through a
+/// token bucket (the first probes passed together, the last waited for tokens): the path is
+/// measured with trains from then on. Behind a FIFO bottleneck the gaps of a train are equal.
+/// A path's first measurement is a train, so a shaper is found before its burst becomes the
+/// estimate: the lab's 50 kbit/s link read 4.5 Mbit/s from its first pair, a ratio of 55,
+/// under [`BURST_RATIO`].
+pub const SHAPER_GAP_RATIO: f64 = 4.0;
+/// The narrowest gap a pair can tell, seconds. Probes that arrive in one receive batch carry
+/// one timestamp, and a gap of zero says only that the path is faster than the receiver can
+/// time: it counts as 1 µs (1452 bytes: 11.6 Gbit/s). That errs high, which a path corrects
+/// as soon as it is saturated (the estimate then follows what it delivers); left unmeasured,
+/// the lab's 100 Mbit/s path beside 50 kbit/s carried 1 Mbit/s for the first 8 s.
+pub const GAP_FLOOR: f64 = 1e-6;
 
 /// A packet pair in progress: the probe packet numbers and when the peer received them.
 #[derive(Debug, Clone, Copy, Default)]
@@ -181,10 +196,11 @@ impl Monitor {
         }
     }
 
-    /// Asks for a measurement now (path start).
+    /// Asks for a measurement now (path start): a train of [`TRAIN_MAX`], so that the first
+    /// estimate is not a shaper's burst (see [`SHAPER_GAP_RATIO`]).
     pub fn request_pair(&mut self) {
         if self.pair.is_none() {
-            self.pair_due = self.train() as u8;
+            self.pair_due = TRAIN_MAX as u8;
         }
     }
 
@@ -287,13 +303,15 @@ impl Monitor {
             return None;
         }
         let gap = p.gaps[..n - 1].iter().flatten().fold(0.0, |m: f64, g| m.max(*g));
+        let narrowest = p.gaps[..n - 1].iter().flatten().fold(f64::MAX, |m: f64, g| m.min(*g));
         let size = p.size;
         self.pair = None;
-        // Below 1 µs the gap is noise (at 1452 bytes that would be beyond 10 Gbit/s).
-        if gap < 1e-6 {
-            return None;
+        if n == TRAIN_MAX && gap > SHAPER_GAP_RATIO * narrowest.max(GAP_FLOOR) {
+            tracing::debug!(gap, narrowest, "a train's gaps read a shaper: trains from now on");
+            self.long_train = true;
         }
-        let rate = size as f64 / gap;
+        // A gap below [`GAP_FLOOR`] counts as the floor (see there).
+        let rate = size as f64 / gap.max(GAP_FLOOR);
         if n < TRAIN_MAX && delivered_peak > 0.0 && rate > BURST_RATIO * delivered_peak {
             tracing::debug!(rate, delivered_peak, "packet pair read a burst: trains from now on");
             self.long_train = true;
@@ -409,6 +427,48 @@ mod tests {
         let r = m.on_ack_for_pair(us(31_552), 8, Duration::from_micros(100), (0, 2), 0.0).unwrap();
         assert!((r - 1e6).abs() < 1e3, "{r}");
         assert!(m.pair.is_none());
+    }
+
+    #[test]
+    fn a_first_train_with_unequal_gaps_finds_a_shaper() {
+        // A path starts with a train of three. Behind a 50 kbit/s token bucket the first two
+        // arrive together (one receive batch: a zero gap) and the third 232 ms later.
+        let mut m = Monitor::default();
+        m.request_pair();
+        assert_eq!(m.pair_due as usize, TRAIN_MAX, "a path's first measurement is a train");
+        for pn in 0..3 {
+            m.on_pair_sent(ms(0), pn, 1452);
+        }
+        assert_eq!(m.on_ack_for_pair(us(10_000), 0, Duration::ZERO, (0, 1), 0.0), None);
+        assert_eq!(m.on_ack_for_pair(us(242_000), 0, Duration::from_millis(232), (0, 2), 0.0), None);
+        assert_eq!(m.on_ack_for_pair(us(242_000), 1, Duration::from_millis(232), (0, 2), 0.0), None);
+        let r = m.on_ack_for_pair(us(242_000), 2, Duration::ZERO, (0, 2), 0.0).unwrap();
+        assert!((r - 6259.0).abs() < 1.0, "{r} bytes/s: the widest gap, the shaped rate");
+        assert!(m.long_train, "unequal gaps: trains from now on");
+        assert_eq!(m.train(), TRAIN_MAX);
+    }
+
+    #[test]
+    fn equal_gaps_keep_pairs_and_a_zero_gap_reads_the_floor() {
+        // Behind a FIFO line the gaps of the first train are equal: pairs afterwards.
+        let mut m = Monitor::default();
+        m.request_pair();
+        for pn in 0..3 {
+            m.on_pair_sent(ms(0), pn, 1452);
+        }
+        for pn in 0..3 {
+            let delay = Duration::from_micros(1452 * (2 - pn));
+            let r = m.on_ack_for_pair(us(20_000), pn, delay, (0, 1), 0.0);
+            assert_eq!(r.is_some(), pn == 2);
+        }
+        assert!(!m.long_train);
+        assert_eq!(m.train(), 2);
+        // Probes that arrive in one receive batch have one timestamp: the path is faster than
+        // the receiver can time, and the sample says so (1 µs), rather than none at all.
+        send_probes(&mut m, 100, 3);
+        assert_eq!(m.on_ack_for_pair(ms(120), 3, Duration::ZERO, (0, 2), 0.0), None);
+        let r = m.on_ack_for_pair(ms(120), 4, Duration::ZERO, (0, 2), 0.0).unwrap();
+        assert_eq!(r, 1452.0 / GAP_FLOOR);
     }
 
     #[test]

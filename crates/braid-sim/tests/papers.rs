@@ -114,13 +114,14 @@ fn seed000_lps_base_layer_loss_below_agnostic() {
 /// equal-weight WRR) over all ten: the paper has 1.41 % against 5.1–6.2 %.
 ///
 /// LPS learns the channels' loss from a few hundred datagrams, so one run's figure swings with
-/// the draws (1.9–3.4 % over seeds 1–4 at 200 s): the test holds the mean of four seeds.
+/// the draws (1.75–4.72 % over seeds 1–8 at 200 s, and a four-seed mean from 2.4 to 3.4 % as
+/// path start-up changed): the test holds the mean of eight seeds.
 #[test]
 fn seed000_lps_finds_the_reliable_channels() {
     let specs: Vec<String> =
         [5, 9, 2, 7, 1, 10, 4, 8, 3, 6].iter().map(|p| format!("20kbit/10ms/loss={p}%")).collect();
     let l: Vec<&str> = specs.iter().map(String::as_str).collect();
-    let seeds = [1, 2, 3, 4];
+    let seeds = [1, 2, 3, 4, 5, 6, 7, 8];
     let loss = |k: Kind| {
         let runs = seeds.iter().map(|s| {
             let mut cfg = datagrams(&l, k, &[30], secs(2), 200);
@@ -395,13 +396,24 @@ fn live_scheduler_switches_keep_the_stream_intact() {
 
 /// Per-class schedulers: the important class is sent redundantly, the other by the session's
 /// scheduler, in one session.
+///
+/// About 500 datagrams a class over paths losing 5 and 10 %: one run's figure swings with the
+/// draws (the min-RTT class lost 4.8 % at one build and 2.9 % at the next, when the probes at
+/// a path's start changed which packets the draws hit), so the test holds the mean of four
+/// seeds.
 #[test]
 fn per_class_scheduler_choice() {
     let l = ["2mbit/20ms/loss=5%", "2mbit/60ms/loss=10%"];
-    let mut cfg = datagrams(&l, Kind::MinRtt, &[200, 200], Duration::from_millis(500), 30);
-    cfg.session.classes.get_mut(&0).unwrap().scheduler = Some(Kind::Redundant(0));
-    let r = go(&cfg);
-    let (important, other) = (r.classes[0].loss_pct, r.classes[1].loss_pct);
+    let seeds = [1, 2, 3, 4];
+    let (mut important, mut other) = (0.0, 0.0);
+    for seed in seeds {
+        let mut cfg = datagrams(&l, Kind::MinRtt, &[200, 200], Duration::from_millis(500), 30);
+        cfg.seed = seed;
+        cfg.session.classes.get_mut(&0).unwrap().scheduler = Some(Kind::Redundant(0));
+        let r = go(&cfg);
+        important += r.classes[0].loss_pct / seeds.len() as f64;
+        other += r.classes[1].loss_pct / seeds.len() as f64;
+    }
     assert!(important < 1.5, "redundant class {important}");
     assert!(other > 3.0, "min-RTT class {other}");
 }

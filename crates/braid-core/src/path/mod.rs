@@ -278,8 +278,15 @@ impl Path {
     /// The path's capacity in bytes/s: [`CapacityEstimate::estimate`] with the controller's
     /// bottleneck model and the pacer's rate. Every reader of a path's capacity comes here
     /// (or to [`Path::usable_capacity`]).
+    ///
+    /// Behind a token-bucket shaper ([`crate::monitor::Monitor::long_train`]) the model is
+    /// left out: two packets sent together after a pause pass the bucket at line rate, a
+    /// delivery-rate sample of them reads two packets per round trip, and BBR's max filter
+    /// keeps that for ten round trips (the lab's 50 kbit/s link, 10 ms RTT: a model of
+    /// 1.6–3.3 Mbit/s, which EDPF took for the path's rate and queued 4 s of data on it).
     pub fn capacity(&self, now: Timestamp) -> f64 {
-        self.capacity_estimate.estimate(now, self.cc.bandwidth(), self.pacer.rate())
+        let model = if self.monitor.long_train { None } else { self.cc.bandwidth() };
+        self.capacity_estimate.estimate(now, model, self.pacer.rate())
     }
 
     /// The capacity this path may use: its estimate, under the client's cap if it has one.

@@ -93,17 +93,20 @@ impl Session {
             return true;
         };
         let max_ranges = ((room - 24) / 16).max(1);
-        // A completed packet pair: first an ACK as it stood when the first probe arrived,
-        // with that probe's own delay (see `Received::on_probe`), then the current one.
-        if let Some((pn, at)) = (!copy).then(|| self.paths[i].received.take_pair_report()).flatten() {
-            let older = self.paths[i]
-                .received
-                .ack_ranges()
-                .filter(move |r| r.start <= pn)
-                .map(move |r| r.start..r.end.min(pn + 1));
-            if older.clone().next().is_some() && room >= 64 {
-                let max = ((room - 48) / 32).max(1);
-                encode::ack(buf, id, (now - at).as_micros() as u64, older.take(max));
+        // A run of packet-pair probes: an ACK as it stood when each probe arrived, with that
+        // probe's own delay (see `Received::on_probe`), then the current one.
+        if let Some(run) = (!copy).then(|| self.paths[i].received.take_pair_report()).flatten() {
+            for &(pn, at) in run.probes() {
+                let room = b.room(buf);
+                let older = self.paths[i]
+                    .received
+                    .ack_ranges()
+                    .filter(move |r| r.start <= pn)
+                    .map(move |r| r.start..r.end.min(pn + 1));
+                if older.clone().next().is_some() && room >= 64 {
+                    let max = ((room - 48) / 32).max(1);
+                    encode::ack(buf, id, (now - at).as_micros() as u64, older.take(max));
+                }
             }
         }
         if !copy {
