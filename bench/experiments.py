@@ -2396,6 +2396,37 @@ first ~120 s). Trains on every path cost more (Table III: 6 → 22 packets, 310 
 file), and so did a first train on every path (6 → 23, 308 lines). The lab figures are in
 docs/benchmarks.md ("A token-bucket link").
 
+**A path's start** (`monitor.rs`, `path/received.rs`). Live status on `lab/slow.toml`, polled
+four times a second, showed two faults at a path's start, in both directions. The 100 Mbit/s
+path's pair never completed: data arrived right behind the second probe and became the ACK's
+largest, and only the first probe was reported with its own delay, so the path went 20 s
+without a pair and EDPF held it at its first delivery rate, 3 kbit/s. The 50 kbit/s path's first
+pair read 4.5 Mbit/s (55 times its delivery rate, under the burst rule's 100), and BBR's model
+read 2.2 Mbit/s there for seconds (two packets through the bucket after a pause, a round trip
+apart); EDPF queued 3–4 s of the stream on it. Now the receiver reports every probe of a run
+(up to three) with its own delay; a path's first measurement is a train of three, and a train
+whose widest gap is more than 4 times its narrowest marks a shaper (trains from then on);
+behind a shaper the capacity estimate leaves the controller's model out; and probes that arrive
+in one receive batch (a zero gap) read 1 µs, an estimate that errs high, instead of no sample.
+Here, 280 table lines move: Table III's EDPF reorder NewReno 16 → 13 packets (after warm-up
+7 → 5), BBR 6 → 6 (6 → 4), goodput 323 → 322 kb/s; Figs. 16–18's EDPF reorder 6 / 7 → 5 / 4 and
+7 / 6 → 4 / 4; the sweep 16 → 17 of 30 (outside loss recovery 17 → 19), efficiency 0.904 →
+0.903; the stall table's EDPF 0.900 → 0.893; Table III's WRR and MinRTT lose 2–7 kb/s (a third
+probe holds a 50 kbit/s path 0.23 s more at the start); FPS's layered rows lose more of the
+layers that were already on the edge (Table VII's second layer 93.00 → 99.64 %, Table VI's
+third 93.72 → 99.46 %). Two tests now average seeds, as `seed000_lps_finds_the_reliable_channels`
+did over four: that one over eight (LPS 1.75–4.72 % a seed at 200 s; the four-seed mean moved
+2.46 → 3.37 % with the start-up probes, the eight-seed one 2.61 → 2.88 %, against 5.0 % for WRR
+both times) and `per_class_scheduler_choice` over four (its min-RTT class lost 4.8 % at one
+build and 2.9 % at the next on one seed; the mean of four is 4.66 %). Table III's EDPF reorder
+is a knife edge: at 2949f92, with link 0's delay at 14–17 ms and link 1's at 49–51 ms (12
+runs), BBR gave 6–22 packets and NewReno 14–23, and reporting both probes alone, with the same
+pair values, moved BBR on the paper's delays from 6 to 26. Tried and left out: a path that
+recovers from suspect with no pair yet asks for one at once (the lab's 50 kbit/s path went
+suspect 200 ms after the start while its first train queued, which abandoned the train for
+2.4 s); it made the lab steadier and slower (EDPF 56 / 48 Mbit/s up / down in four runs each,
+against 74 / 62 without it). The lab figures are in docs/benchmarks.md ("A token-bucket link").
+
 **EDPF after a path's base delay rises** (issue 14). EDPF lets a path hold 1.5 × rate × its
 minimum RTT (+3 packets) in flight. Sized from the lifetime minimum, a 20 Mbit/s path whose RTT
 rose from 20 to 80 ms at 10 s delivered 0.375 of its rate, measured that as its capacity, and

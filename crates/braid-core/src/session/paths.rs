@@ -158,13 +158,6 @@ impl Session {
             path.cc = cc;
         }
         path.update_pacing(now);
-        // Going suspect abandoned the pair in flight. A path never measured by one asks again
-        // at once: the lab's 50 kbit/s link went suspect 200 ms after the start, while its
-        // first train still queued, and then waited 2.4 s for a pair with its capacity taken
-        // from BBR's model (2.2 Mbit/s), on which EDPF queued 3 s of the stream.
-        if path.capacity_estimate.packet_pair().is_none() {
-            path.monitor.request_pair();
-        }
         let id = path.id;
         tracing::debug!(session = %self.local_id, path = id, "path recovered");
         self.events.push_back(Event::Path(id, PathEvent::Recovered));
