@@ -12,8 +12,9 @@
 //! Bytes and packets each way are the path's counters ([`crate::path::PathStats`]).
 //!
 //! **Packet pair** (seed 001 §4.1): "Send two back-to-back packets … bandwidth = size/Δ". The
-//! sender sends two full-size probe packets (PING + PADDING) back to back — three on a path
-//! behind a token-bucket shaper (see [`TRAIN_MAX`]); the peer acknowledges each probe packet at once,
+//! sender sends two full-size probe packets (PING + PADDING) back to back — three at a path's
+//! start and on a path behind a token-bucket shaper (see [`TRAIN_MAX`]); the peer acknowledges
+//! each probe packet at once,
 //! and the ACK frame's delay field tells how long the peer held it, so the gap between two
 //! arrivals at the peer is the gap between the ACKs' arrivals minus the difference of their
 //! delays (the return trip is the same for both).

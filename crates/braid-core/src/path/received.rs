@@ -300,11 +300,13 @@ mod tests {
         assert!(r.check(5).is_err());
     }
 
+    fn us(n: u64) -> Timestamp {
+        Timestamp::from_nanos(n * 1000)
+    }
+
     #[test]
     fn a_pair_reports_both_probes_even_with_data_behind_them() {
-        let mad = Duration::from_millis(25);
-        let t = |us: u64| Timestamp::from_nanos(us * 1000);
-        let mut r = Received::default();
+        let (mut r, mad, t) = (Received::default(), Duration::from_millis(25), us);
         r.on_packet(t(0), 7, true, mad);
         r.on_probe(t(0), 7);
         assert_eq!(r.take_pair_report(), None, "one probe is not a pair");
@@ -320,9 +322,7 @@ mod tests {
 
     #[test]
     fn a_train_reports_its_latest_probes_and_a_gap_starts_a_new_run() {
-        let mad = Duration::from_millis(25);
-        let t = |us: u64| Timestamp::from_nanos(us * 1000);
-        let mut r = Received::default();
+        let (mut r, mad, t) = (Received::default(), Duration::from_millis(25), us);
         for pn in 1..=4 {
             r.on_packet(t(pn * 100), pn, true, mad);
             r.on_probe(t(pn * 100), pn);
