@@ -1,7 +1,6 @@
 //! A path's capacity: the one estimate, in bytes/s, that every reader of a path's rate goes
 //! through — the schedulers (`PathView::rate`, WRR's weights, EDPF's arrival times, priority
-//! striping), path admission, the ACK carrier, loss fetching, the send buffer, secondary
-//! paths, the status API ([`crate::session::PathInfo::capacity`]) and the silence timer.
+//! striping), path admission, the ACK carrier, loss fetching, secondary paths, the status API ([`crate::session::PathInfo::capacity`]) and the silence timer.
 //!
 //! **Inputs**, all measured on the path:
 //! * delivery-rate samples (draft-cheng-iccrg-delivery-rate-estimation), each marked
@@ -30,6 +29,11 @@
 //!   drains. It must not shrink while the path is silent (the windows of the estimate expire
 //!   after 2 s without samples, and a silent path gives none), so it is the larger of the
 //!   packet pair and a maximum that decays only as new samples come (× 0.98 a sample).
+//! * [`CapacityEstimate::carried`], for the send buffer: the estimate without the packet
+//!   pair, what the path has shown it delivers. The send buffer is memory bought by the rate:
+//!   sized from a pair read at the gap floor (11.6 Gbit/s), every stream of an unsaturated
+//!   path filled its 8 MB cap (100 downloads on one server: 640–756 MB resident; sized from
+//!   this, 154–165 MB; `many_sessions`).
 //! * [`goodput_capacity`]: the estimate less the loss, S·(1 − p) — what a path delivers (seed
 //!   000 Eq. 4's per-path cap, and the "effective bandwidth" its priority striping fills).
 //! * [`weight_filter`]: WRR's weights follow the estimate through one more filter, an EWMA of
@@ -117,6 +121,20 @@ impl CapacityEstimate {
             } else {
                 (pacing_rate / PACING_GAIN).max(self.decaying_max)
             }
+        };
+        c.max(1.0)
+    }
+
+    /// What the path has shown it carries, bytes/s: the estimate without the packet pair
+    /// (rules 1 and 3 of the module docs, or the decaying maximum). A pair is a measurement
+    /// of the bottleneck's spacing, not of what the path delivered; one read at the gap floor
+    /// says 11.6 Gbit/s. Readers that size memory by the rate use this, so a pair they cannot
+    /// confirm buys no buffer.
+    pub fn carried(&self, now: Timestamp, model: Option<f64>) -> f64 {
+        let model = model.unwrap_or(0.0);
+        let c = match window_value(&self.saturated_max, now) {
+            Some(s) => s.max(model),
+            None => window_value(&self.recent_max, now).unwrap_or(0.0).max(model).max(self.decaying_max),
         };
         c.max(1.0)
     }

@@ -289,6 +289,14 @@ impl Path {
         self.capacity_estimate.estimate(now, model, self.pacer.rate())
     }
 
+    /// What this path has shown it carries ([`CapacityEstimate::carried`]), under the
+    /// client's cap if it has one.
+    pub fn carried_capacity(&self, now: Timestamp) -> f64 {
+        let model = if self.monitor.long_train { None } else { self.cc.bandwidth() };
+        let rate = self.capacity_estimate.carried(now, model);
+        self.max_rate.map_or(rate, |cap| rate.min(cap as f64))
+    }
+
     /// The capacity this path may use: its estimate, under the client's cap if it has one.
     pub fn usable_capacity(&self, now: Timestamp) -> f64 {
         let rate = self.capacity(now);

@@ -32,10 +32,12 @@ impl Session {
     /// others send on, so windows alone undersize the buffer when the RTTs are skewed
     /// (`50mbit/5ms` beside `2mbit/150ms` went from 49.2 to 39.0 Mbit/s in the simulator,
     /// the lab's three links from 57.7 to 47–55; `crates/braid-sim/tests/send_buffer.rs`).
+    /// The rate is what each path has carried (`Path::carried_capacity`), not a packet pair
+    /// it has not confirmed.
     fn send_buffer_want(&self, now: Timestamp) -> u64 {
         let usable = || self.paths.iter().filter(|p| p.is_usable());
         let windows: u64 = usable().map(|p| p.window()).sum();
-        let rate: f64 = usable().map(|p| p.usable_capacity(now)).sum();
+        let rate: f64 = usable().map(|p| p.carried_capacity(now)).sum();
         let slowest = usable().map(|p| p.rtt.smoothed()).max().unwrap_or_default();
         let skew = (4.0 * rate * slowest.as_secs_f64()) as u64;
         windows.saturating_mul(4).max(skew)

@@ -106,3 +106,20 @@ fn goodput_capacity_removes_the_loss() {
     assert_eq!(goodput_capacity(1000.0, 0.25), 750.0);
     assert_eq!(goodput_capacity(1000.0, 1.5), 0.0);
 }
+
+#[test]
+fn what_a_path_carried_leaves_its_packet_pair_out() {
+    let mut e = CapacityEstimate::default();
+    // A pair read at the gap floor (one receive batch): 11.6 Gbit/s.
+    e.on_packet_pair(ms(0), 1.45e9);
+    e.on_delivery_rate(ms(10), 250_000.0, true);
+    assert_eq!(e.estimate(ms(20), None, 0.0), 1.45e9, "unsaturated, the pair is the estimate");
+    assert_eq!(e.carried(ms(20), None), 250_000.0, "what the path delivered, not the pair");
+    assert_eq!(e.carried(ms(20), Some(300_000.0)), 300_000.0, "or the controller's model");
+    // Saturated, both agree.
+    e.on_delivery_rate(ms(30), 280_000.0, false);
+    assert_eq!(e.carried(ms(40), None), e.estimate(ms(40), None, 0.0));
+    // Long after the windows expired, the decaying maximum remains.
+    assert!(e.carried(ms(60_000), None) >= 250_000.0 * 0.98);
+    assert_eq!(CapacityEstimate::default().carried(ms(0), None), 1.0, "never zero");
+}
