@@ -211,6 +211,7 @@ pub struct ServerFile {
     key: Option<PathBuf>,
     status: Option<Parsed<SocketAddr>>,
     status_token_file: Option<PathBuf>,
+    receive_sockets: Option<usize>,
     #[serde(default)]
     client: Vec<ClientEntry>,
     #[serde(default)]
@@ -397,6 +398,22 @@ pub struct ServerSettings {
     pub status_token_file: Option<PathBuf>,
     /// Session tuning.
     pub session: SessionConfig,
+    /// UDP sockets on the listening port (`SO_REUSEPORT`), each with a receive loop of its
+    /// own; 0: one per core, at most [`MAX_RECEIVE_SOCKETS`].
+    pub receive_sockets: usize,
+}
+
+/// Most receive sockets `receive_sockets = 0` opens.
+pub const MAX_RECEIVE_SOCKETS: usize = 8;
+
+impl ServerSettings {
+    /// How many sockets to bind: `receive_sockets`, or one per core when it is 0.
+    pub fn receive_socket_count(&self) -> usize {
+        match self.receive_sockets {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_RECEIVE_SOCKETS),
+            n => n,
+        }
+    }
 }
 
 /// One admitted client and its limits.
@@ -643,6 +660,14 @@ impl ServerSettings {
             status: flags.status.or(f.status.map(|p| p.0)),
             status_token_file: flags.status_token_file.or(f.status_token_file),
             session,
+            receive_sockets: match f.receive_sockets {
+                Some(n) if n > 64 => {
+                    return Err(Failure::Config(format!(
+                        "receive_sockets = {n}: at most 64 (0: one per core)"
+                    )))
+                }
+                n => n.unwrap_or(0),
+            },
         })
     }
 }
@@ -813,6 +838,26 @@ mod tests {
         let s = ServerSettings::load(None, flags).unwrap();
         let text = public.to_string();
         assert_eq!(s.clients[0].name, format!("{}…", &text[..8]));
+    }
+
+    #[test]
+    fn receive_sockets_default_to_one_per_core_and_are_bounded() {
+        let key = write("rs.key", &format!("{}\n", keyfile::generate().to_base64()));
+        let flags = |sets: Vec<String>| ServerFlags {
+            listen: Some("127.0.0.1:0".parse().unwrap()),
+            key: Some(key.clone()),
+            clients: vec![keyfile::generate().public_key().to_string()],
+            sets,
+            ..Default::default()
+        };
+        let s = ServerSettings::load(None, flags(vec![])).unwrap();
+        assert_eq!(s.receive_sockets, 0);
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(s.receive_socket_count(), cores.min(MAX_RECEIVE_SOCKETS));
+        let s = ServerSettings::load(None, flags(vec!["receive_sockets=3".into()])).unwrap();
+        assert_eq!(s.receive_socket_count(), 3);
+        let m = ServerSettings::load(None, flags(vec!["receive_sockets=65".into()])).unwrap_err().to_string();
+        assert!(m.contains("receive_sockets = 65: at most 64"), "{m}");
     }
 
     #[test]

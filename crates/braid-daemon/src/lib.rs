@@ -25,6 +25,7 @@ pub mod metrics;
 pub mod netlink;
 pub mod ratelog;
 pub mod rates;
+pub mod receive_shard;
 pub mod reorder;
 pub mod server;
 pub mod server_role;

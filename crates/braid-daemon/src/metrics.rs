@@ -110,6 +110,11 @@ fn families(st: &Status, o: &mut Families<'_>) -> fmt::Result {
         "Handshakes waiting for their public-key work.",
         st.handshakes_in_progress as u64,
     )?;
+    o.counter(
+        "braid_received_datagrams",
+        "Datagrams received, by server socket (one per core, SO_REUSEPORT).",
+        st.received_per_socket.iter().enumerate().map(|(i, n)| (vec![("socket", i.to_string())], *n)),
+    )?;
     o.gauge("braid_streams", "Open streams.", st.sessions.iter().map(|s| (peer(s), s.streams as u64)))?;
     o.counter(
         "braid_offloaded_acks",

@@ -1,16 +1,19 @@
-//! `braid server`: one UDP socket, the endpoint that admits clients, and one driver task per
+//! `braid server`: UDP sockets on one port (one per core, `SO_REUSEPORT`: see
+//! [`crate::receive_shard`]), the endpoint that admits clients, and one driver task per
 //! session.
 
 use crate::bridge::AppMsg;
 use crate::config::ServerSettings;
 use crate::driver::{Driver, Wiring};
 use crate::error::Failure;
+use crate::receive_shard::{self, Routes, UNROUTED_QUEUE};
 use crate::server_role::ServerRole;
 use crate::status::{self, StatusBoard};
 use crate::udp::{canonical, Incoming, UdpLink};
 use braid_core::{DatagramEvent, Endpoint, HandshakeJob, HandshakeOutcome, Session, SessionId, Timestamp};
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
@@ -82,8 +85,8 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 
 /// Starts a server.
 pub async fn start_server(settings: ServerSettings) -> Result<ServerHandle, Failure> {
-    let link =
-        UdpLink::bind(settings.listen, None).map_err(|e| Failure::bind("listen", settings.listen, &e))?;
+    let links = UdpLink::bind_group(settings.listen, settings.receive_socket_count())
+        .map_err(|e| Failure::bind("listen", settings.listen, &e))?;
     let board = StatusBoard::new("server");
     let mut tasks = Vec::new();
     let status_addr = match settings.status {
@@ -102,10 +105,10 @@ pub async fn start_server(settings: ServerSettings) -> Result<ServerHandle, Fail
         session: settings.session.clone(),
     };
     let endpoint = Endpoint::new(core, crate::keyfile::random_seed());
-    let addr = link.local;
-    tracing::info!(%addr, clients = settings.clients.len(), "server listening");
+    let addr = links[0].local;
+    tracing::info!(%addr, clients = settings.clients.len(), sockets = links.len(), "server listening");
     let (shutdown_tx, shutdown_rx) = oneshot::channel();
-    let server = EndpointLoop::new(link, Arc::new(settings), board.clone());
+    let server = EndpointLoop::new(links, Arc::new(settings), board.clone());
     let endpoint = Some(tokio::spawn(EndpointLoop::run(server, endpoint, shutdown_rx)));
     Ok(ServerHandle { addr, status_addr, board, tasks, endpoint, shutdown: Some(shutdown_tx) })
 }
@@ -121,7 +124,16 @@ struct Live {
 /// worker (a thread of its own, so the public-key work of a flood of handshakes never delays
 /// the data packets of established sessions), starts a driver per admitted session.
 struct EndpointLoop {
+    /// The first socket: the endpoint loop receives on it and answers from it.
     link: UdpLink,
+    /// Every socket of the port; sessions send from them in turn.
+    links: Vec<UdpLink>,
+    /// Datagrams received per socket.
+    received: Vec<Arc<AtomicU64>>,
+    /// Running sessions' inboxes, for every receive loop.
+    routes: Routes,
+    /// The other sockets' receive loops: end with this loop.
+    shards: JoinSet<SocketAddr>,
     settings: Arc<ServerSettings>,
     board: StatusBoard,
     policy: Arc<crate::egress::EgressPolicy>,
@@ -134,6 +146,8 @@ struct EndpointLoop {
     /// When the endpoint's counters were last published (at most every 100 ms: under a flood
     /// every datagram may come in a batch of its own).
     published: Option<Instant>,
+    /// Sessions started so far.
+    started: usize,
 }
 
 static WORKER_GONE: crate::ratelog::RateLimited = crate::ratelog::RateLimited::new(Duration::from_secs(10));
@@ -160,8 +174,24 @@ fn handshake_worker(
 }
 
 impl EndpointLoop {
-    fn new(link: UdpLink, settings: Arc<ServerSettings>, board: StatusBoard) -> (Self, EndpointChannels) {
+    fn new(
+        links: Vec<UdpLink>,
+        settings: Arc<ServerSettings>,
+        board: StatusBoard,
+    ) -> (Self, EndpointChannels) {
         let (ended_tx, ended_rx) = mpsc::unbounded_channel::<SessionId>();
+        let (unrouted_tx, unrouted_rx) = mpsc::channel(UNROUTED_QUEUE);
+        let routes = Routes::default();
+        let received: Vec<Arc<AtomicU64>> = links.iter().map(|_| Arc::default()).collect();
+        let mut shards = JoinSet::new();
+        for (link, count) in links.iter().zip(&received).skip(1) {
+            shards.spawn(receive_shard::run(
+                link.clone(),
+                routes.clone(),
+                unrouted_tx.clone(),
+                count.clone(),
+            ));
+        }
         let (jobs, jobs_rx) = mpsc::channel(braid_core::endpoint::MAX_IN_PROGRESS);
         let (done_tx, done_rx) = mpsc::unbounded_channel();
         let worker = std::thread::Builder::new()
@@ -172,7 +202,11 @@ impl EndpointLoop {
         }
         let policy = Arc::new(settings.egress.clone());
         let me = EndpointLoop {
-            link,
+            link: links[0].clone(),
+            links,
+            received,
+            routes,
+            shards,
             settings,
             board,
             policy,
@@ -182,14 +216,17 @@ impl EndpointLoop {
             ended_tx,
             jobs,
             published: None,
+            started: 0,
         };
-        (me, EndpointChannels { ended_rx, done_rx })
+        (me, EndpointChannels { ended_rx, done_rx, unrouted_rx })
     }
 }
 /// The receiving ends the endpoint loop selects on.
 struct EndpointChannels {
     ended_rx: mpsc::UnboundedReceiver<SessionId>,
     done_rx: mpsc::UnboundedReceiver<HandshakeOutcome>,
+    /// What the other sockets' receive loops could not route.
+    unrouted_rx: mpsc::Receiver<Vec<Incoming>>,
 }
 
 impl EndpointLoop {
@@ -207,38 +244,14 @@ impl EndpointLoop {
                     let Some(batch) = batch else {
                         return Err(Failure::Other(format!("the UDP socket on {} failed", me.link.local)));
                     };
-                    let now = me.now();
-                    // Consecutive datagrams of one session go to its driver together (a batch
-                    // usually holds one session's datagrams: one hand-off per batch).
-                    let mut routed: Option<(SessionId, Vec<Incoming>)> = None;
-                    for d in batch {
-                        let from = canonical(d.from);
-                        match endpoint.handle(now, d.local, from, &d.data) {
-                            DatagramEvent::Route(id) => match routed.as_mut() {
-                                Some((current, v)) if *current == id => v.push(d),
-                                _ => {
-                                    if let Some((prev, v)) = routed.replace((id, vec![d])) {
-                                        me.route(prev, v);
-                                    }
-                                }
-                            },
-                            DatagramEvent::Handshake(job) => {
-                                // The endpoint bounds the jobs out, so the queue has room
-                                // unless the handshake thread is gone.
-                                if let Err(e) = me.jobs.try_send(job) {
-                                    if let Some(left_out) = WORKER_GONE.hit() {
-                                        tracing::error!(left_out, "the handshake thread is gone: no client can connect");
-                                    }
-                                    endpoint.abandon(*e.into_inner());
-                                }
-                            }
-                            other => me.act(other, from, d.local).await,
-                        }
-                    }
-                    if let Some((id, v)) = routed {
-                        me.route(id, v);
-                    }
-                    me.publish(&endpoint);
+                    me.received[0].fetch_add(batch.len() as u64, Ordering::Relaxed);
+                    let rest = receive_shard::route(&me.routes, batch);
+                    me.on_unrouted(&mut endpoint, rest).await;
+                }
+                Some(rest) = ch.unrouted_rx.recv() => me.on_unrouted(&mut endpoint, rest).await,
+                Some(shard) = me.shards.join_next() => {
+                    let addr = shard.map_err(|e| Failure::Other(format!("a receive loop failed: {e}")))?;
+                    return Err(Failure::Other(format!("a UDP socket on {addr} failed")));
                 }
                 Some(outcome) = ch.done_rx.recv() => {
                     let (from, local) = (outcome.remote(), outcome.local());
@@ -247,13 +260,48 @@ impl EndpointLoop {
                     me.publish(&endpoint);
                 }
                 Some(id) = ch.ended_rx.recv() => {
-                    me.sessions.remove(&id);
+                    me.forget(id);
                     endpoint.forget(id);
                     while me.drivers.try_join_next().is_some() {}
                 }
                 _ = &mut shutdown => return me.close_all(&mut ch).await,
             }
         }
+    }
+
+    /// Datagrams no receive loop could route (handshakes, packets of sessions the routes do
+    /// not hold): the endpoint decides.
+    async fn on_unrouted(&mut self, endpoint: &mut Endpoint, batch: Vec<Incoming>) {
+        if batch.is_empty() {
+            return;
+        }
+        let now = self.now();
+        for d in batch {
+            let from = canonical(d.from);
+            match endpoint.handle(now, d.local, from, &d.data) {
+                // A session the endpoint still knows but the routes no longer hold (replaced,
+                // ending): dropped, as its driver is closing.
+                DatagramEvent::Route(id) => self.route(id, vec![d]),
+                DatagramEvent::Handshake(job) => {
+                    // The endpoint bounds the jobs out, so the queue has room unless the
+                    // handshake thread is gone.
+                    if let Err(e) = self.jobs.try_send(job) {
+                        if let Some(left_out) = WORKER_GONE.hit() {
+                            tracing::error!(left_out, "the handshake thread is gone: no client can connect");
+                        }
+                        endpoint.abandon(*e.into_inner());
+                    }
+                }
+                other => self.act(other, from, d.local).await,
+            }
+        }
+        self.publish(endpoint);
+    }
+
+    /// A session ended or was replaced: no more datagrams go to it.
+    fn forget(&mut self, id: SessionId) -> Option<Live> {
+        self.routes.write().unwrap_or_else(|e| e.into_inner()).remove(&id);
+        self.sessions.remove(&id)
     }
 
     fn now(&self) -> Timestamp {
@@ -272,6 +320,7 @@ impl EndpointLoop {
         if self.published.is_none_or(|t| t.elapsed() >= Duration::from_millis(100)) {
             self.published = Some(Instant::now());
             self.board.set_endpoint(endpoint);
+            self.board.set_received(self.received.iter().map(|c| c.load(Ordering::Relaxed)).collect());
         }
     }
 
@@ -290,8 +339,9 @@ impl EndpointLoop {
         let id = session.id();
         let key = session.peer_key();
         let from = session.path_info(0).map_or(SocketAddr::from(([0, 0, 0, 0], 0)), |p| p.remote);
-        let name = self.settings.clients.iter().find(|c| Some(c.key) == key).map(|c| c.name.as_str());
-        if let Some((old_id, old)) = replaces.and_then(|o| self.sessions.remove(&o).map(|l| (o, l))) {
+        let settings = self.settings.clone();
+        let name = settings.clients.iter().find(|c| Some(c.key) == key).map(|c| c.name.as_str());
+        if let Some((old_id, old)) = replaces.and_then(|o| self.forget(o).map(|l| (o, l))) {
             // One key, one session: the newest handshake wins. Say so: two clients holding one
             // key otherwise take the session from each other without a word.
             tracing::warn!(
@@ -311,12 +361,16 @@ impl EndpointLoop {
         let wiring = Wiring { inbox: Some(inbox), app_rx, app_tx: app_tx.clone(), links_rx: None };
         let mut driver =
             Driver::new(session, role, self.epoch, wiring, Some(self.board.clone()), client.name.clone());
-        driver.set_default_socket(self.link.clone());
+        // Sessions send from the port's sockets in turn, so no one socket's lock is shared by
+        // every driver.
+        driver.set_default_socket(self.links[self.started % self.links.len()].clone());
+        self.started += 1;
         let ended = self.ended_tx.clone();
         self.drivers.spawn(async move {
             let _ = driver.run().await;
             let _ = ended.send(id);
         });
+        self.routes.write().unwrap_or_else(|e| e.into_inner()).insert(id, inbox_tx.clone());
         self.sessions.insert(id, Live { inbox: inbox_tx, app: app_tx, from });
     }
 

@@ -176,6 +176,10 @@ pub struct Status {
     /// Handshakes waiting for their public-key work (server).
     #[serde(default)]
     pub handshakes_in_progress: usize,
+    /// Datagrams received on each of the server's sockets (one per core, `SO_REUSEPORT`):
+    /// how evenly the kernel spreads the paths over them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub received_per_socket: Vec<u64>,
     /// What the daemon is doing when it has no session (client: "connecting", "retrying").
     pub note: Option<String>,
     /// The client's front ends (SOCKS5, forwards): connections, refusals, UDP associations.
@@ -272,6 +276,11 @@ impl StatusBoard {
             .map(|(k, n)| (k.to_string(), n))
             .into();
         st.handshakes_in_progress = e.handshakes_in_progress();
+    }
+
+    /// Sets the datagrams received per server socket.
+    pub fn set_received(&self, counts: Vec<u64>) {
+        self.inner.write().unwrap_or_else(|e| e.into_inner()).received_per_socket = counts;
     }
 
     /// Sets the note.

@@ -48,8 +48,30 @@ pub struct UdpLink {
 impl UdpLink {
     /// Binds a socket to `addr`, optionally to a network interface.
     pub fn bind(addr: SocketAddr, device: Option<&str>) -> io::Result<UdpLink> {
+        Self::bind_with(addr, device, false)
+    }
+
+    /// Binds `n` sockets to `addr` with `SO_REUSEPORT`, so that the kernel spreads what
+    /// arrives over them by a hash of each packet's addresses and ports: one path's packets
+    /// always reach the same socket, in order. The address is first bound alone, so a port
+    /// another process holds — with `SO_REUSEPORT` too — is refused rather than shared;
+    /// port 0 becomes one free port for all `n`.
+    pub fn bind_group(addr: SocketAddr, n: usize) -> io::Result<Vec<UdpLink>> {
+        let first = Self::bind(addr, None)?;
+        if n <= 1 {
+            return Ok(vec![first]);
+        }
+        let addr = first.local;
+        drop(first);
+        (0..n).map(|_| Self::bind_with(addr, None, true)).collect()
+    }
+
+    fn bind_with(addr: SocketAddr, device: Option<&str>, reuse_port: bool) -> io::Result<UdpLink> {
         let domain = if addr.is_ipv4() { Domain::IPV4 } else { Domain::IPV6 };
         let s = Socket::new(domain, Type::DGRAM, Some(Protocol::UDP))?;
+        if reuse_port {
+            s.set_reuse_port(true)?;
+        }
         if let Some(dev) = device {
             s.bind_device(Some(dev.as_bytes()))
                 .map_err(|e| io::Error::new(e.kind(), format!("cannot bind to interface {dev}: {e}")))?;
@@ -206,5 +228,34 @@ pub fn v6_if_needed(addr: SocketAddr, sock: &UdpSocket) -> SocketAddr {
             SocketAddr::new(IpAddr::V6(v4.ip().to_ipv6_mapped()), v4.port())
         }
         _ => addr,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_group_shares_one_port_and_a_second_group_is_refused_it() {
+        let group = UdpLink::bind_group("127.0.0.1:0".parse().unwrap(), 3).unwrap();
+        assert_eq!(group.len(), 3);
+        let port = group[0].local.port();
+        assert_ne!(port, 0);
+        assert!(group.iter().all(|l| l.local == group[0].local), "one address for all");
+        // Another server (or a second `braid server` by mistake) must not join the group and
+        // take a share of its packets.
+        let err = UdpLink::bind_group(group[0].local, 2).err().expect("the port is taken");
+        assert_eq!(err.kind(), io::ErrorKind::AddrInUse);
+        assert_eq!(
+            UdpLink::bind_group(group[0].local, 1).err().map(|e| e.kind()),
+            Some(io::ErrorKind::AddrInUse)
+        );
+    }
+
+    #[tokio::test]
+    async fn one_socket_is_bound_without_reuse_port() {
+        let one = UdpLink::bind_group("127.0.0.1:0".parse().unwrap(), 1).unwrap();
+        assert_eq!(one.len(), 1);
+        assert!(!socket2::SockRef::from(&*one[0].socket).reuse_port().unwrap());
     }
 }

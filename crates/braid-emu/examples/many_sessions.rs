@@ -16,6 +16,7 @@
 //!     cargo run --release -p braid-emu --example many_sessions -- --sessions 100 --active 100 --bottleneck 200mbit/10ms
 //!     ... --congestion bbr-shared   (the server's controller, which sends the downloads)
 //!     ... --stagger 10ms            (download i starts i × 10 ms after the first)
+//!     ... --receive-sockets 1       (the server's UDP sockets; default one per core)
 //!
 //! Targets (issue 13): ≤ 100 MB server RSS with 1,000 idle sessions; 100 active sessions within
 //! 10 % of each other. The last line is one JSON object with the figures.
@@ -48,6 +49,8 @@ struct Args {
     congestion: braid_core::cc::Algorithm,
     /// Download `i` starts `i × stagger` after the first (latecomers into a standing queue).
     stagger: Duration,
+    /// The server's UDP sockets (0: one per core).
+    receive_sockets: usize,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -59,6 +62,7 @@ fn parse_args() -> Result<Args, String> {
         bottleneck: None,
         congestion: braid_core::cc::Algorithm::default(),
         stagger: Duration::ZERO,
+        receive_sockets: 0,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -73,6 +77,9 @@ fn parse_args() -> Result<Args, String> {
             }
             "--congestion" => a.congestion = value.parse().map_err(|e| format!("--congestion: {e}"))?,
             "--stagger" => a.stagger = parse_duration(&value).map_err(|e| format!("--stagger: {e}"))?,
+            "--receive-sockets" => {
+                a.receive_sockets = value.parse().map_err(|e| format!("--receive-sockets: {e}"))?
+            }
             _ => return Err(format!("unknown option {flag}")),
         }
     }
@@ -119,6 +126,10 @@ async fn serve() {
                 .unwrap_or_default(),
             ..SessionConfig::default()
         },
+        receive_sockets: std::env::var("MANY_SESSIONS_RECEIVE_SOCKETS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0),
     };
     let server = start_server(settings).await.expect("server starts");
     println!("{}", server.addr);
@@ -147,11 +158,13 @@ impl ServerProcess {
         secret: &StaticSecret,
         clients: &[Keys],
         congestion: braid_core::cc::Algorithm,
+        receive_sockets: usize,
     ) -> Result<ServerProcess, String> {
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
         let mut child = Command::new(exe)
             .arg("serve")
             .env("MANY_SESSIONS_CONGESTION", congestion.to_string())
+            .env("MANY_SESSIONS_RECEIVE_SOCKETS", receive_sockets.to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -246,7 +259,7 @@ async fn run(args: Args) -> Result<(), String> {
     let keys: Vec<Keys> = (0..args.sessions)
         .map(|_| Keys { client: braid_daemon::keyfile::generate(), server: server_secret.clone() })
         .collect();
-    let server = ServerProcess::start(&server_secret, &keys, args.congestion)?;
+    let server = ServerProcess::start(&server_secret, &keys, args.congestion, args.receive_sockets)?;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let (rss_empty, _) = server.memory_kb();
     println!("server {} up: {:.1} MB resident with no session", server.addr, rss_empty as f64 / 1024.0);

@@ -125,6 +125,8 @@ pub fn server_settings(keys: &Keys, session: SessionConfig, status: bool) -> Ser
         status: status.then(|| "127.0.0.1:0".parse().expect("literal")),
         status_token_file: None,
         session,
+        // One socket per core, as `braid server` opens by default.
+        receive_sockets: 0,
     }
 }
 

@@ -113,6 +113,17 @@ struct RefusalLog {
     suppressed: u64,
 }
 
+/// The session a data packet names, without decrypting it (None for handshake messages and
+/// what does not parse): what a server's receive loops need to hand a packet to its
+/// session's driver without the endpoint. Whether the session exists is the caller's
+/// question; [`Endpoint::handle`] answers it for the rest.
+pub fn session_of(datagram: &[u8]) -> Option<SessionId> {
+    match wire::header::parse(datagram) {
+        Ok(Header::Data(h)) => Some(h.session_id),
+        _ => None,
+    }
+}
+
 /// The server endpoint.
 #[derive(Debug)]
 pub struct Endpoint {
