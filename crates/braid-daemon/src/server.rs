@@ -128,8 +128,8 @@ struct EndpointLoop {
     link: UdpLink,
     /// Every socket of the port; sessions send from them in turn.
     links: Vec<UdpLink>,
-    /// Datagrams received per socket.
-    received: Vec<Arc<AtomicU64>>,
+    /// Each socket's receive counters.
+    counters: Vec<Arc<receive_shard::Counters>>,
     /// Running sessions' inboxes, for every receive loop.
     routes: Routes,
     /// The other sockets' receive loops: end with this loop.
@@ -182,15 +182,10 @@ impl EndpointLoop {
         let (ended_tx, ended_rx) = mpsc::unbounded_channel::<SessionId>();
         let (unrouted_tx, unrouted_rx) = mpsc::channel(UNROUTED_QUEUE);
         let routes = Routes::default();
-        let received: Vec<Arc<AtomicU64>> = links.iter().map(|_| Arc::default()).collect();
+        let counters: Vec<Arc<receive_shard::Counters>> = links.iter().map(|_| Arc::default()).collect();
         let mut shards = JoinSet::new();
-        for (link, count) in links.iter().zip(&received).skip(1) {
-            shards.spawn(receive_shard::run(
-                link.clone(),
-                routes.clone(),
-                unrouted_tx.clone(),
-                count.clone(),
-            ));
+        for (link, c) in links.iter().zip(&counters).skip(1) {
+            shards.spawn(receive_shard::run(link.clone(), routes.clone(), unrouted_tx.clone(), c.clone()));
         }
         let (jobs, jobs_rx) = mpsc::channel(braid_core::endpoint::MAX_IN_PROGRESS);
         let (done_tx, done_rx) = mpsc::unbounded_channel();
@@ -204,7 +199,7 @@ impl EndpointLoop {
         let me = EndpointLoop {
             link: links[0].clone(),
             links,
-            received,
+            counters,
             routes,
             shards,
             settings,
@@ -244,7 +239,7 @@ impl EndpointLoop {
                     let Some(batch) = batch else {
                         return Err(Failure::Other(format!("the UDP socket on {} failed", me.link.local)));
                     };
-                    me.received[0].fetch_add(batch.len() as u64, Ordering::Relaxed);
+                    me.counters[0].received.fetch_add(batch.len() as u64, Ordering::Relaxed);
                     let rest = receive_shard::route(&me.routes, batch);
                     me.on_unrouted(&mut endpoint, rest).await;
                 }
@@ -320,7 +315,11 @@ impl EndpointLoop {
         if self.published.is_none_or(|t| t.elapsed() >= Duration::from_millis(100)) {
             self.published = Some(Instant::now());
             self.board.set_endpoint(endpoint);
-            self.board.set_received(self.received.iter().map(|c| c.load(Ordering::Relaxed)).collect());
+            let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+            self.board.set_received(
+                self.counters.iter().map(|c| load(&c.received)).collect(),
+                self.counters.iter().map(|c| load(&c.queue_full)).sum(),
+            );
         }
     }
 

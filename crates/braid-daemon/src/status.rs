@@ -278,9 +278,15 @@ impl StatusBoard {
         st.handshakes_in_progress = e.handshakes_in_progress();
     }
 
-    /// Sets the datagrams received per server socket.
-    pub fn set_received(&self, counts: Vec<u64>) {
-        self.inner.write().unwrap_or_else(|e| e.into_inner()).received_per_socket = counts;
+    /// Sets the datagrams received per server socket, and those the receive loops dropped
+    /// because the endpoint loop's queue was full (shown with the endpoint's drops, as
+    /// `receive_queue_full`).
+    pub fn set_received(&self, counts: Vec<u64>, queue_full: u64) {
+        let mut st = self.inner.write().unwrap_or_else(|e| e.into_inner());
+        st.received_per_socket = counts;
+        if queue_full > 0 {
+            st.endpoint_dropped.insert("receive_queue_full".to_string(), queue_full);
+        }
     }
 
     /// Sets the note.
