@@ -17,6 +17,8 @@
 //!     ... --congestion bbr-shared   (the server's controller, which sends the downloads)
 //!     ... --stagger 10ms            (download i starts i × 10 ms after the first)
 //!     ... --receive-sockets 1       (the server's UDP sockets; default one per core)
+//!     ... --late 50                 (the last 50 active sessions connect when their download
+//!                                    starts, into the others' queue; use with --stagger)
 //!
 //! Targets (issue 13): ≤ 100 MB server RSS with 1,000 idle sessions; 100 active sessions within
 //! 10 % of each other. The last line is one JSON object with the figures.
@@ -25,7 +27,7 @@ use braid_core::units::parse_duration;
 use braid_core::{SessionConfig, StaticSecret};
 use braid_daemon::config::{ClientPolicy, UsageFile};
 use braid_daemon::egress::EgressPolicy;
-use braid_daemon::{start_client, start_server, ClientHandle, ServerSettings};
+use braid_daemon::{start_client, start_server, ClientHandle, ClientSettings, ServerSettings};
 use braid_emu::bottleneck::Bottleneck;
 use braid_emu::testbed::{client_settings, Keys, TestbedConfig};
 use braid_sim::LinkSpec;
@@ -51,6 +53,10 @@ struct Args {
     stagger: Duration,
     /// The server's UDP sockets (0: one per core).
     receive_sockets: usize,
+    /// The last `late` active sessions connect only when their download starts, into the
+    /// queue the others keep (a client joining a busy server); the rest connect before the
+    /// idle phase.
+    late: usize,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -63,6 +69,7 @@ fn parse_args() -> Result<Args, String> {
         congestion: braid_core::cc::Algorithm::default(),
         stagger: Duration::ZERO,
         receive_sockets: 0,
+        late: 0,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -77,11 +84,15 @@ fn parse_args() -> Result<Args, String> {
             }
             "--congestion" => a.congestion = value.parse().map_err(|e| format!("--congestion: {e}"))?,
             "--stagger" => a.stagger = parse_duration(&value).map_err(|e| format!("--stagger: {e}"))?,
+            "--late" => a.late = value.parse().map_err(|e| format!("--late: {e}"))?,
             "--receive-sockets" => {
                 a.receive_sockets = value.parse().map_err(|e| format!("--receive-sockets: {e}"))?
             }
             _ => return Err(format!("unknown option {flag}")),
         }
+    }
+    if a.late > a.active {
+        return Err("--late cannot exceed --active".into());
     }
     if a.active > a.sessions {
         return Err("--active cannot exceed --sessions".into());
@@ -274,11 +285,18 @@ async fn run(args: Args) -> Result<(), String> {
     let to = bottleneck.as_ref().map_or(server.addr, |b| b.addr);
     let started = Instant::now();
     let mut clients: Vec<ClientHandle> = Vec::with_capacity(args.sessions);
+    // Settings of the sessions that connect when their download starts (`--late`).
+    let mut late: Vec<ClientSettings> = Vec::new();
+    let first_late = args.active - args.late;
     for (i, k) in keys.iter().enumerate() {
         let mut cfg = TestbedConfig::new(Vec::new());
         cfg.socks = i < args.active;
         cfg.usage_file = UsageFile::Off;
         let settings = client_settings(k, server.addr, &[to], &cfg);
+        if (first_late..args.active).contains(&i) {
+            late.push(settings);
+            continue;
+        }
         clients.push(start_client(settings).await.map_err(|e| format!("client {i}: {e}"))?);
     }
     let deadline =
@@ -290,16 +308,17 @@ async fn run(args: Args) -> Result<(), String> {
         }
     }
     println!(
-        "{} sessions up in {:.1} s; idle for {:?}",
-        args.sessions,
+        "{} sessions up in {:.1} s ({} more connect with their downloads); idle for {:?}",
+        clients.len(),
         started.elapsed().as_secs_f64(),
+        late.len(),
         args.idle
     );
     let cpu0 = server.cpu_seconds();
     tokio::time::sleep(args.idle).await;
     let cpu_idle = server.cpu_seconds() - cpu0;
     let (rss_idle, hwm_idle) = server.memory_kb();
-    let per_session = (rss_idle.saturating_sub(rss_empty)) as f64 / args.sessions.max(1) as f64;
+    let per_session = (rss_idle.saturating_sub(rss_empty)) as f64 / clients.len().max(1) as f64;
     println!(
         "idle: server {:.1} MB resident (peak {:.1} MB), {:.1} KB per session; {:.3} CPU-s over {:?} ({:.2} % of a core)",
         rss_idle as f64 / 1024.0,
@@ -318,14 +337,30 @@ async fn run(args: Args) -> Result<(), String> {
         let end = Instant::now() + args.duration;
         let counts: Vec<Arc<AtomicU64>> = (0..args.active).map(|_| Arc::default()).collect();
         let mut tasks = Vec::new();
-        for (i, (c, count)) in clients.iter().zip(&counts).enumerate() {
-            let socks = c.socks_addr.ok_or("an active client serves SOCKS5")?;
+        let mut late = late.into_iter();
+        for (i, count) in counts.iter().enumerate() {
             let start = active_start + args.stagger * i as u32;
             let count = count.clone();
-            tasks.push(tokio::spawn(async move {
-                tokio::time::sleep_until(start.into()).await;
-                drain(socks, source, count, end).await
-            }));
+            if i < first_late {
+                let socks = clients[i].socks_addr.ok_or("an active client serves SOCKS5")?;
+                tasks.push(tokio::spawn(async move {
+                    tokio::time::sleep_until(start.into()).await;
+                    drain(socks, source, count, end).await
+                }));
+            } else {
+                let settings = late.next().ok_or("one late session's settings each")?;
+                tasks.push(tokio::spawn(async move {
+                    tokio::time::sleep_until(start.into()).await;
+                    let c = start_client(settings).await.map_err(|e| format!("late client: {e}"))?;
+                    if !c.wait_connected(Duration::from_secs(10)).await {
+                        return Err("a late session did not come up within 10 s".to_string());
+                    }
+                    let socks = c.socks_addr.ok_or("an active client serves SOCKS5")?;
+                    let r = drain(socks, source, count, end).await;
+                    c.stop();
+                    r
+                }));
+            }
         }
         // Goodput over the second half, once every session's controller has ramped up.
         tokio::time::sleep(args.duration / 2).await;
