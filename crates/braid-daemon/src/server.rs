@@ -113,8 +113,8 @@ pub async fn start_server(settings: ServerSettings) -> Result<ServerHandle, Fail
     Ok(ServerHandle { addr, status_addr, board, tasks, endpoint, shutdown: Some(shutdown_tx) })
 }
 
+/// A running session, as the endpoint loop keeps it (its inbox is in the routes).
 struct Live {
-    inbox: mpsc::Sender<Vec<Incoming>>,
     app: mpsc::Sender<crate::bridge::AppMsg>,
     /// The address its handshake came from.
     from: SocketAddr,
@@ -124,9 +124,8 @@ struct Live {
 /// worker (a thread of its own, so the public-key work of a flood of handshakes never delays
 /// the data packets of established sessions), starts a driver per admitted session.
 struct EndpointLoop {
-    /// The first socket: the endpoint loop receives on it and answers from it.
-    link: UdpLink,
-    /// Every socket of the port; sessions send from them in turn.
+    /// Every socket of the port: the endpoint loop receives on the first and answers from
+    /// it; sessions send from them in turn.
     links: Vec<UdpLink>,
     /// Each socket's receive counters.
     counters: Vec<Arc<receive_shard::Counters>>,
@@ -197,7 +196,6 @@ impl EndpointLoop {
         }
         let policy = Arc::new(settings.egress.clone());
         let me = EndpointLoop {
-            link: links[0].clone(),
             links,
             counters,
             routes,
@@ -230,14 +228,14 @@ impl EndpointLoop {
         mut endpoint: Endpoint,
         mut shutdown: oneshot::Receiver<()>,
     ) -> Result<(), Failure> {
-        let mut receiver = crate::udp::Receiver::new(&me.link);
+        let mut receiver = crate::udp::Receiver::new(&me.links[0]);
         let mut tick = tokio::time::interval(Duration::from_millis(500));
         loop {
             tokio::select! {
                 _ = tick.tick() => me.publish(&endpoint),
-                batch = receiver.next(&me.link) => {
+                batch = receiver.next(&me.links[0]) => {
                     let Some(batch) = batch else {
-                        return Err(Failure::Other(format!("the UDP socket on {} failed", me.link.local)));
+                        return Err(Failure::Other(format!("the UDP socket on {} failed", me.links[0].local)));
                     };
                     me.counters[0].received.fetch_add(batch.len() as u64, Ordering::Relaxed);
                     let rest = receive_shard::route(&me.routes, batch);
@@ -274,8 +272,9 @@ impl EndpointLoop {
         for d in batch {
             let from = canonical(d.from);
             match endpoint.handle(now, d.local, from, &d.data) {
-                // A session the endpoint still knows but the routes no longer hold (replaced,
-                // ending): dropped, as its driver is closing.
+                // A session a receive loop looked up just before it was started (delivered), or
+                // one the endpoint still knows but the routes no longer hold (replaced or
+                // ended: dropped, as its driver is closing).
                 DatagramEvent::Route(id) => self.route(id, vec![d]),
                 DatagramEvent::Handshake(job) => {
                     // The endpoint bounds the jobs out, so the queue has room unless the
@@ -303,11 +302,11 @@ impl EndpointLoop {
         Timestamp::from_duration(self.epoch.elapsed())
     }
 
-    /// Hands datagrams to their session's driver.
+    /// Hands datagrams to their session's driver, if the routes hold it.
     fn route(&self, id: SessionId, datagrams: Vec<Incoming>) {
-        if let Some(s) = self.sessions.get(&id) {
+        if let Some(inbox) = self.routes.read().unwrap_or_else(|e| e.into_inner()).get(&id) {
             // A session that cannot keep up loses datagrams, as a link would.
-            let _ = s.inbox.try_send(datagrams);
+            let _ = inbox.try_send(datagrams);
         }
     }
 
@@ -328,7 +327,7 @@ impl EndpointLoop {
         match ev {
             DatagramEvent::Accepted { session, replaces } => self.start_session(*session, replaces),
             DatagramEvent::Respond(bytes) => {
-                let _ = self.link.send(from, local.map(|a| a.ip()), &bytes, None).await;
+                let _ = self.links[0].send(from, local.map(|a| a.ip()), &bytes, None).await;
             }
             DatagramEvent::Route(_) | DatagramEvent::Handshake(_) | DatagramEvent::Dropped(_) => {}
         }
@@ -369,8 +368,8 @@ impl EndpointLoop {
             let _ = driver.run().await;
             let _ = ended.send(id);
         });
-        self.routes.write().unwrap_or_else(|e| e.into_inner()).insert(id, inbox_tx.clone());
-        self.sessions.insert(id, Live { inbox: inbox_tx, app: app_tx, from });
+        self.routes.write().unwrap_or_else(|e| e.into_inner()).insert(id, inbox_tx);
+        self.sessions.insert(id, Live { app: app_tx, from });
     }
 
     /// Closes every session (CLOSE to its client, its streams reset) and waits, up to

@@ -1,6 +1,8 @@
 //! A path's capacity: the one estimate, in bytes/s, that every reader of a path's rate goes
 //! through — the schedulers (`PathView::rate`, WRR's weights, EDPF's arrival times, priority
-//! striping), path admission, the ACK carrier, loss fetching, secondary paths, the status API ([`crate::session::PathInfo::capacity`]) and the silence timer.
+//! striping), path admission, the ACK carrier, loss fetching, secondary paths, the status
+//! API ([`crate::session::PathInfo::capacity`]) and the silence timer; the send buffer reads
+//! [`CapacityEstimate::carried`] (below).
 //!
 //! **Inputs**, all measured on the path:
 //! * delivery-rate samples (draft-cheng-iccrg-delivery-rate-estimation), each marked
