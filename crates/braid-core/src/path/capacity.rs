@@ -7,7 +7,8 @@
 //! **Inputs**, all measured on the path:
 //! * delivery-rate samples (draft-cheng-iccrg-delivery-rate-estimation), each marked
 //!   application-limited or not; a sample taken while the scheduler held the path back counts
-//!   as application-limited ([`CapacityEstimate::hold_back`]);
+//!   as application-limited ([`CapacityEstimate::hold_back`]), and is also kept apart
+//!   ([`CapacityEstimate::on_held_back_rate`]);
 //! * the latest packet pair (seed 001 §4.1: "bandwidth = size/Δ");
 //! * given by the path when asked: the congestion controller's bottleneck model (BBR's
 //!   max-filtered delivery rate, `Controller::bandwidth`) and the pacer's rate.
@@ -17,7 +18,17 @@
 //! 1. saturated within the last [`RATE_WINDOW`]: the largest saturated delivery rate — BBR's
 //!    max filter over the delivery rate ("BtlBw = max(delivery rate) over a window", Cardwell
 //!    et al., *BBR*, ACM Queue 2016), with a 2 s window so it follows a link that slowed — or
-//!    the controller's model if larger (it rides out short dips such as a minimum-RTT probe);
+//!    the controller's model if larger (it rides out short dips such as a minimum-RTT probe),
+//!    or the largest sample of the window taken while the scheduler held the path back, if
+//!    larger still. Such a sample is a lower bound (draft-cheng §3.4: an application-limited
+//!    sample "can only underestimate"), so the capacity is at least that. Without it, a path
+//!    the scheduler bounds by its estimate (EDPF's [`crate::scheduler::edpf::free`]) kept the
+//!    estimate of its first saturated samples: every later sample was taken under the bound
+//!    and counted as a lower bound below nothing (`braid sim --link 50kbit/5ms/jitter=1ms
+//!    --link 100mbit/50ms/jitter=1ms --scheduler edpf --duration 20s --seed 5`: 4 packets in
+//!    flight on the 100 Mbit/s path for 12 s, efficiency 0.317; now 0.835). Samples limited
+//!    by the application stay out of this rule: an idle path's estimate keeps its saturated
+//!    peak;
 //! 2. else the latest packet pair: a direct measurement, where an application-limited sample
 //!    only bounds the capacity from below and a controller's model may carry an inflated
 //!    sample;
@@ -68,6 +79,9 @@ pub struct CapacityEstimate {
     /// Largest saturated (not application-limited) sample in the current and previous half
     /// windows.
     saturated_max: [(Timestamp, f64); 2],
+    /// Largest sample taken while the scheduler held the path back (and the application was
+    /// not limiting) in the current and previous half windows.
+    held_back_max: [(Timestamp, f64); 2],
     /// Latest packet-pair estimate, bytes/s, and when it was taken.
     packet_pair: Option<(f64, Timestamp)>,
     /// Samples until the path has delivered this many bytes are not saturated: the scheduler
@@ -88,6 +102,14 @@ impl CapacityEstimate {
         if !app_limited {
             windowed_max(&mut self.saturated_max, now, rate);
         }
+    }
+
+    /// A new delivery-rate sample at `now`, taken while the scheduler [held the path
+    /// back](CapacityEstimate::hold_back) although the application had data: a lower bound
+    /// that rule 1 of the module docs takes when it exceeds the saturated samples.
+    pub fn on_held_back_rate(&mut self, now: Timestamp, rate: f64) {
+        windowed_max(&mut self.held_back_max, now, rate);
+        self.on_delivery_rate(now, rate, true);
     }
 
     /// A completed packet pair measured `rate` bytes/s at `now`.
@@ -112,7 +134,7 @@ impl CapacityEstimate {
     /// rate.
     pub fn estimate(&self, now: Timestamp, model: Option<f64>, pacing_rate: f64) -> f64 {
         let model = model.unwrap_or(0.0);
-        let c = if let Some(s) = window_value(&self.saturated_max, now) {
+        let c = if let Some(s) = self.saturated_value(now) {
             s.max(model)
         } else if let Some((pair, _)) = self.packet_pair {
             pair
@@ -134,11 +156,18 @@ impl CapacityEstimate {
     /// confirm buys no buffer.
     pub fn carried(&self, now: Timestamp, model: Option<f64>) -> f64 {
         let model = model.unwrap_or(0.0);
-        let c = match window_value(&self.saturated_max, now) {
+        let c = match self.saturated_value(now) {
             Some(s) => s.max(model),
             None => window_value(&self.recent_max, now).unwrap_or(0.0).max(model).max(self.decaying_max),
         };
         c.max(1.0)
+    }
+
+    /// Rule 1's rate without the model: the largest saturated sample of the window, or a
+    /// larger one taken while held back. None when the path was not saturated in the window.
+    fn saturated_value(&self, now: Timestamp) -> Option<f64> {
+        let held = window_value(&self.held_back_max, now).unwrap_or(0.0);
+        window_value(&self.saturated_max, now).map(|s| s.max(held))
     }
 
     /// How fast what is in flight drains, bytes/s, for the silence timer (0: not measured):

@@ -93,8 +93,11 @@ impl Path {
         }
         let rate = self.delivery.take_sample(self.rtt.min());
         if let Some(r) = rate.delivery_rate {
-            let held_back = self.capacity_estimate.held_back(rate.delivered);
-            self.capacity_estimate.on_delivery_rate(now, r, rate.is_app_limited || held_back);
+            if !rate.is_app_limited && self.capacity_estimate.held_back(rate.delivered) {
+                self.capacity_estimate.on_held_back_rate(now, r);
+            } else {
+                self.capacity_estimate.on_delivery_rate(now, r, rate.is_app_limited);
+            }
         }
         if self.state == PathState::Active && acked_bytes > 0 {
             let ev = AckEvent { now, acked_bytes, largest_sent_time, prior_in_flight, rate };

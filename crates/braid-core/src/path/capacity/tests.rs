@@ -123,3 +123,21 @@ fn what_a_path_carried_leaves_its_packet_pair_out() {
     assert!(e.carried(ms(60_000), None) >= 250_000.0 * 0.98);
     assert_eq!(CapacityEstimate::default().carried(ms(0), None), 1.0, "never zero");
 }
+
+#[test]
+fn a_sample_held_back_above_the_saturated_ones_raises_the_estimate() {
+    let mut e = CapacityEstimate::default();
+    e.on_packet_pair(ms(0), 12.5e6);
+    // The path's first saturated samples, before its rate was known.
+    e.on_delivery_rate(ms(300), 19_000.0, false);
+    // Then held at the scheduler's bound: each sample a lower bound, above the saturated one.
+    e.on_held_back_rate(ms(400), 57_000.0);
+    assert!(e.saturated(ms(500)));
+    assert_eq!(e.estimate(ms(500), None, 0.0), 57_000.0, "at least what the path carried held back");
+    assert_eq!(e.carried(ms(500), None), 57_000.0);
+    // A sample limited by the application does not: an idle path keeps its saturated peak.
+    e.on_delivery_rate(ms(450), 90_000.0, true);
+    assert_eq!(e.estimate(ms(500), None, 0.0), 57_000.0);
+    // Without saturated samples in the window, rule 2 (the pair) applies as before.
+    assert_eq!(e.estimate(ms(3000), None, 0.0), 12.5e6);
+}
