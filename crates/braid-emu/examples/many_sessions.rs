@@ -14,7 +14,8 @@
 //!
 //!     cargo run --release -p braid-emu --example many_sessions -- --sessions 1000 --active 0
 //!     cargo run --release -p braid-emu --example many_sessions -- --sessions 100 --active 100 --bottleneck 200mbit/10ms
-//!     ... --congestion bbr-shared   (the server's controller, which sends the downloads)
+//!     ... --congestion bbr          (the server's controller, which sends the downloads;
+//!                                    default the server's, bbr-shared)
 //!     ... --stagger 10ms            (download i starts i × 10 ms after the first)
 //!     ... --receive-sockets 1       (the server's UDP sockets; default one per core)
 //!     ... --late 50                 (the last 50 active sessions connect when their download
@@ -66,7 +67,7 @@ fn parse_args() -> Result<Args, String> {
         idle: Duration::from_secs(10),
         duration: Duration::from_secs(20),
         bottleneck: None,
-        congestion: braid_core::cc::Algorithm::default(),
+        congestion: braid_daemon::config::SERVER_CONGESTION,
         stagger: Duration::ZERO,
         receive_sockets: 0,
         late: 0,
@@ -134,7 +135,7 @@ async fn serve() {
             congestion: std::env::var("MANY_SESSIONS_CONGESTION")
                 .ok()
                 .and_then(|v| v.parse().ok())
-                .unwrap_or_default(),
+                .unwrap_or(braid_daemon::config::SERVER_CONGESTION),
             ..SessionConfig::default()
         },
         receive_sockets: std::env::var("MANY_SESSIONS_RECEIVE_SOCKETS")
