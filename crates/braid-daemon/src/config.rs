@@ -853,16 +853,21 @@ mod tests {
         assert_eq!(s.clients[0].name, format!("{}…", &text[..8]));
     }
 
-    #[test]
-    fn the_server_defaults_to_bbr_shared_and_a_file_may_choose_another() {
-        let key = write("cc.key", &format!("{}\n", keyfile::generate().to_base64()));
-        let flags = |sets: Vec<String>| ServerFlags {
+    /// Flags for a server with a fresh key (written to `key_file`), one client and `sets`.
+    fn server_flags(key_file: &str) -> impl Fn(Vec<String>) -> ServerFlags {
+        let key = write(key_file, &format!("{}\n", keyfile::generate().to_base64()));
+        move |sets| ServerFlags {
             listen: Some("127.0.0.1:0".parse().unwrap()),
             key: Some(key.clone()),
             clients: vec![keyfile::generate().public_key().to_string()],
             sets,
             ..Default::default()
-        };
+        }
+    }
+
+    #[test]
+    fn the_server_defaults_to_bbr_shared_and_a_file_may_choose_another() {
+        let flags = server_flags("cc.key");
         let s = ServerSettings::load(None, flags(vec![])).unwrap();
         assert_eq!(s.session.congestion, Algorithm::BbrShared);
         let s = ServerSettings::load(None, flags(vec!["session.congestion=bbr".into()])).unwrap();
@@ -873,14 +878,7 @@ mod tests {
 
     #[test]
     fn receive_sockets_default_to_one_per_core_and_are_bounded() {
-        let key = write("rs.key", &format!("{}\n", keyfile::generate().to_base64()));
-        let flags = |sets: Vec<String>| ServerFlags {
-            listen: Some("127.0.0.1:0".parse().unwrap()),
-            key: Some(key.clone()),
-            clients: vec![keyfile::generate().public_key().to_string()],
-            sets,
-            ..Default::default()
-        };
+        let flags = server_flags("rs.key");
         let s = ServerSettings::load(None, flags(vec![])).unwrap();
         assert_eq!(s.receive_sockets, 0);
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
