@@ -84,6 +84,12 @@ impl PeerReport {
         (now.saturating_since(at) <= REPORT_FRESH).then_some(c.rate as f64)
     }
 
+    /// The reported inter-arrival jitter while the latest report is fresh.
+    pub fn fresh_jitter(&self, now: Timestamp) -> Option<std::time::Duration> {
+        let (at, c) = self.latest?;
+        (now.saturating_since(at) <= REPORT_FRESH).then(|| std::time::Duration::from_micros(c.jitter_us))
+    }
+
     /// Seed 001's inter-arrival verdict for a loss event: random when most of the missing
     /// packets the peer judged since the previous event were judged random; with nothing new
     /// judged (the report is still on its way), the previous verdict; with none ever, false

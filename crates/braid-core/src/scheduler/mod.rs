@@ -98,6 +98,11 @@ pub struct PathView {
     pub queued_bytes: u64,
     /// Static weighted-round-robin weight; None: weighted automatically.
     pub weight: Option<u32>,
+    /// How much the one-way delay varies from packet to packet: as the receiver measured it
+    /// (RFC 3550 §6.4.1 inter-arrival jitter, reported in PATH_REPORT: seed 000's two-sided
+    /// channel monitor) while receiver reports are on and fresh, else half the sender's RTT
+    /// variation (RFC 6298's RTTVAR, which holds both directions).
+    pub jitter: Duration,
 }
 
 impl PathView {
@@ -460,6 +465,7 @@ pub(crate) mod test_util {
             one_way_delay: Duration::from_millis(rtt_ms / 2),
             queued_bytes: 0,
             weight: None,
+            jitter: Duration::ZERO,
         }
     }
 

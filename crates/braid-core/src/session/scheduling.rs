@@ -139,6 +139,8 @@ impl Session {
                 one_way_delay,
                 queued_bytes: queues.bytes(p.id),
                 weight: p.weight,
+                // The receiver's one-way view while fresh, else the sender's: half its RTT variation.
+                jitter: p.peer.fresh_jitter(now).filter(|_| reports).unwrap_or(p.rtt.var() / 2),
             }
         }));
     }
