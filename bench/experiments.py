@@ -2520,6 +2520,31 @@ left out: counting every application-limited sample too (seed 000's Table V: WRR
 for the congestion controller as well, so that BBR's start-up does not end at EDPF's bound
 (on the 24 jittered runs the mean fell to 0.60 and the lowest to 0.26).
 
+**EDPF's wait, and the lab's stall.** When EDPF's earliest path was waiting for its pacer and
+another path could send now but held more than its in-flight bound, EDPF waited until the
+earliest ready time among them: the held path's, which is now. The session then set no pacing
+timer, and the fast path sent only when an ACK woke the session — at the rate the ACKs
+acknowledged. BBR's probing gain of 1.25 never showed in the delivery rate, so BBR stayed in
+its probing phase with the model it had. This was the lab's `slow.toml` stall. In a stalled
+download the server's state every 0.5 s showed the stream's 1 MB send buffer full of *unsent*
+data (not data acknowledged beyond the head) and the 100 Mbit/s path idle with a full token
+bucket, while BBR sat at gain 1.25 for 140 rounds and the decisions were EDPF waits. EDPF now
+waits for the next pacer release among the paths that cannot send now; a path held at its
+bound is woken by its ACKs (`scheduler::edpf`, test
+`a_wait_is_for_the_pacer_not_for_a_path_held_at_its_bound`). In the lab, downloads went from
+3 of 6, 3 of 4 and 1 of 3 stalled at 0.68–0.81 Mbit/s (the others 46–61) to 80.1–89.1 Mbit/s
+in 8 of 8, and uploads to 85.5–89.5 in 6 of 6 (docs/benchmarks-notes.md). Here 52 table
+lines move, most by a packet or a hundredth:
+- the stall table's EDPF rows, 0.890 → 0.907 and 0.740 → 0.782;
+- the sweep stays at 17 of 30 within 10 packets (19 outside loss recovery), efficiency 0.903 →
+  0.904, with rows moving both ways (`20kbit/150ms 20mbit/150ms 20kbit/20ms` 4210 → 5115,
+  `1mbit/50ms 20mbit/150ms 50kbit/20ms 20kbit/20ms` 1458 → 547, `200kbit/20ms 100mbit/20ms
+  20mbit/20ms` 20 → 83);
+- the delay-rise row's EDPF phases, 21.24 / 27.88 → 20.46 / 26.72 Mb/s;
+- Table III's EDPF reorder with BBR, 6 → 5.
+Seed 004's steadiness check (Figs. 13–15) moved from 0.097 to 0.102 per-second variation
+against WRR's 0.232.
+
 **EDPF after a path's base delay rises** (issue 14). EDPF lets a path hold 1.5 × rate × its
 minimum RTT (+3 packets) in flight. Sized from the lifetime minimum, a 20 Mbit/s path whose RTT
 rose from 20 to 80 ms at 10 s delivered 0.375 of its rate, measured that as its capacity, and

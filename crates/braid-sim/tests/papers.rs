@@ -513,7 +513,11 @@ fn seed004_reorder_buffer_grows_with_the_bandwidth_ratio() {
 }
 
 /// Seed 004 Figs. 13–15: EDPF delivers in order at a steady rate; WRR's reorder buffer makes
-/// in-order delivery come in bursts (the paper's Fig. 14 swings up to about 900 kb/s).
+/// in-order delivery come in bursts (the paper's Fig. 14 swings up to about 900 kb/s). The
+/// links are lossless and jitter-free, so the run is the same for every seed. EDPF's per-second
+/// variation was 0.097 and is 0.102 since its wait stopped counting a path held at its
+/// in-flight bound (WRR's 0.232 is unchanged): the bound is 0.12, and WRR must vary more than
+/// twice as much.
 #[test]
 fn seed004_edpf_delivers_steadily_where_wrr_bursts() {
     let l = ["200kbit/15ms", "100kbit/50ms", "50kbit/50ms"];
@@ -530,7 +534,7 @@ fn seed004_edpf_delivers_steadily_where_wrr_bursts() {
     w.weights = vec![Some(4), Some(2), Some(1)];
     let (e, w) = (go(&e), go(&w));
     let (ce, cw) = (cov(&per_second(&e)), cov(&per_second(&w)));
-    assert!(ce < 0.1 && cw > 2.0 * ce, "delivery CoV: edpf {ce:.2}, wrr {cw:.2}");
+    assert!(ce < 0.12 && cw > 2.0 * ce, "delivery CoV: edpf {ce:.3}, wrr {cw:.3}");
     let wmax = per_second(&w).into_iter().fold(0.0, f64::max);
     assert!(wmax > 1.5 * 350e3, "wrr releases bursts above the links' sum: {wmax}");
     // Each route's own arrivals stay steady under EDPF.

@@ -135,7 +135,13 @@ impl Edpf {
                 }
             }
         }
-        wait_for(paths.iter().copied().filter(|p| !free(p, now, bytes)))
+        // The wake-up is the next pacer release. A path that could send now but is over its
+        // in-flight bound frees up only as ACKs come in, and they wake the session anyway;
+        // counting its ready time (now) set no timer at all, and a fast path waiting for its
+        // pacer was then served only when ACKs arrived — at the rate they acknowledged, so
+        // BBR's probing gain never reached its delivery rate and its estimate stayed where it
+        // was (lab/slow.toml downloads at 0.7 Mbit/s beside a 50 kbit/s path over its bound).
+        wait_for(paths.iter().copied().filter(|p| !free(p, now, bytes) && !p.ready(now)))
     }
 }
 
@@ -220,6 +226,21 @@ mod tests {
         paths[0].usable = false;
         paths[1] = link(1, 0.05, 5);
         assert_eq!(s.select(ms(0), &paths, &p), Decision::Send(1));
+    }
+
+    #[test]
+    fn a_wait_is_for_the_pacer_not_for_a_path_held_at_its_bound() {
+        let mut s = Edpf;
+        // The fast path waits 2 ms for its pacer; the slow one could send now but holds more
+        // than its bound in flight (50 kbit/s at 10 ms: 3 packets and a little).
+        let mut paths = [link(0, 8.0, 10), link(1, 0.4, 5)];
+        paths[0].ready_at = Some(ms(2));
+        paths[1].in_flight = 5000;
+        let p = crate::scheduler::PacketInfo { ahead_packets: 0, ..packet() };
+        assert_eq!(s.select(ms(0), &paths, &p), Decision::Wait(Some(ms(2))));
+        // With nothing but a held path, no timer: its ACKs wake the session.
+        paths[0].usable = false;
+        assert_eq!(s.select(ms(0), &paths, &p), Decision::Wait(None));
     }
 
     #[test]
