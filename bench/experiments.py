@@ -2532,8 +2532,8 @@ bucket, while BBR sat at gain 1.25 for 140 rounds and the decisions were EDPF wa
 waits for the next pacer release among the paths that cannot send now; a path held at its
 bound is woken by its ACKs (`scheduler::edpf`, test
 `a_wait_is_for_the_pacer_not_for_a_path_held_at_its_bound`). In the lab, downloads went from
-3 of 6, 3 of 4 and 1 of 3 stalled at 0.68–0.81 Mbit/s (the others 46–61) to 80.1–89.1 Mbit/s
-in 8 of 8, and uploads to 85.5–89.5 in 6 of 6 (docs/benchmarks-notes.md). Here 52 table
+8 of 16 stalled at 0.68–0.81 Mbit/s (the others 46–61) to 80.1–89.1 Mbit/s in 8 of 8, and
+uploads to 85.5–89.5 in 6 of 6 (docs/benchmarks-notes.md). Here 52 table
 lines move, most by a packet or a hundredth:
 - the stall table's EDPF rows, 0.890 → 0.907 and 0.740 → 0.782;
 - the sweep stays at 17 of 30 within 10 packets (19 outside loss recovery), efficiency 0.903 →
