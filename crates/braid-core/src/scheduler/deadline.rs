@@ -14,14 +14,14 @@
 //! sender's RTT variation. The drop rule keeps the plain estimate: a datagram is dropped only
 //! when no path delivers it in time on average. (`braid sim --link 2mbit/20ms/jitter=60ms --link
 //! 2mbit/40ms --workload cbr:500kbit --deadline 70ms --scheduler deadline`: 759 of 3623 frames
-//! late with no margin, 115 with the sender's, 194 with the receiver's; docs/experiments.md.)
+//! late with no margin, 115 with the sender's, 187 with the receiver's; docs/experiments.md.)
 
 use super::edpf::Edpf;
 use super::{eligible_for, wait_for, Candidates, Decision, PacketInfo, PathView, Scheduler};
 use crate::time::Timestamp;
 
-/// How many reported jitters a path's arrival is taken to be late by when choosing a path for
-/// a datagram with a deadline. RFC 3550's jitter is the mean difference between successive
+/// How many delay variations ([`PathView::jitter`]) a path's arrival is taken to be late by
+/// when choosing a path for a datagram with a deadline. RFC 3550's jitter is the mean difference between successive
 /// transit times: for a delay spread evenly over [0, D] it is D/3, so three cover the spread.
 pub const JITTER_MARGIN: u32 = 3;
 
@@ -47,7 +47,7 @@ impl Scheduler for DeadlineAware {
             }
             if packet.datagram {
                 // Among the paths that make the deadline on average, the one that makes it
-                // with the margin soonest (without reports: the earliest, as EDPF).
+                // with the margin soonest (with no variation known: the earliest, as EDPF).
                 let late = |p: &PathView| p.arrival(now, bytes) + JITTER_MARGIN * p.jitter;
                 let steady = candidates
                     .iter()
