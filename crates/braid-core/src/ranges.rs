@@ -35,6 +35,23 @@ impl RangeSet {
             return false;
         }
         let (mut start, mut end) = (range.start, range.end);
+        // At or after the last range's start (packet numbers and stream bytes arriving in
+        // order): only the last range can be touched, and it grows in place, one tree lookup
+        // where the general case below costs a removal and an insertion per call.
+        if let Some(mut last) = self.map.last_entry() {
+            if start >= *last.key() {
+                let e = *last.get();
+                if end <= e {
+                    return false;
+                }
+                if start <= e {
+                    *last.get_mut() = end;
+                } else {
+                    self.map.insert(start, end);
+                }
+                return true;
+            }
+        }
         // Merge with a range that starts at or before `start` and reaches it.
         if let Some((&s, &e)) = self.map.range(..=start).next_back() {
             if e >= end {
@@ -77,11 +94,14 @@ impl RangeSet {
         }
         // Ranges that start within `range` go; the last may keep a tail past it.
         while let Some((&s, &e)) = self.map.range(range.start..range.end).next() {
-            self.map.remove(&s);
             if e > range.end {
+                // The tail goes in before the range leaves: a set of one range is not emptied
+                // and refilled (its tree node freed and allocated again).
                 self.map.insert(range.end, e);
+                self.map.remove(&s);
                 break;
             }
+            self.map.remove(&s);
         }
     }
 

@@ -94,6 +94,13 @@ impl ClassTurns {
         self.with_credit -= usize::from(s.with_credit);
     }
 
+    /// A queued stream's state changed from `old` to `new` on the same shelf.
+    fn recount(&mut self, old: &SendState, new: &SendState) {
+        self.without_credit =
+            self.without_credit - usize::from(old.without_credit) + usize::from(new.without_credit);
+        self.with_credit = self.with_credit - usize::from(old.with_credit) + usize::from(new.with_credit);
+    }
+
     /// The first turn that may send at this credit: (turn, stream id).
     fn front(&self, credit_zero: bool) -> Option<(u64, u64)> {
         let free = self.free.first_key_value();
@@ -130,6 +137,8 @@ pub(super) struct SendQueue {
     news: BTreeMap<u64, u32>,
     /// Streams with retransmissions queued.
     retransmitting: usize,
+    /// Streams queued (with a turn).
+    queued: usize,
 }
 
 impl SendQueue {
@@ -148,13 +157,24 @@ impl SendQueue {
             return;
         }
         if let Some(turn) = slot.turn {
-            if let Some(c) = self.classes.get_mut(&old.class) {
-                c.take(turn, &old);
+            match self.classes.get_mut(&old.class) {
+                // Same class and shelf (a bulk stream's every packet): only the counts move,
+                // not the turn between shelves.
+                Some(c) if old.class == state.class && old.shelf() == state.shelf() => {
+                    c.recount(&old, &state)
+                }
+                c => {
+                    if let Some(c) = c {
+                        c.take(turn, &old);
+                    }
+                    self.classes.entry(state.class).or_default().add(turn, id, &state);
+                }
             }
-            self.classes.entry(state.class).or_default().add(turn, id, &state);
         }
-        self.count(&old, false);
+        // The new state counts before the old leaves: a map holding only the old value is
+        // not emptied and refilled (its node freed and allocated again) on every packet.
         self.count(&state, true);
+        self.count(&old, false);
     }
 
     /// A forgotten stream.
@@ -172,6 +192,7 @@ impl SendQueue {
             let turn = self.next_turn;
             self.next_turn += 1;
             slot.turn = Some(turn);
+            self.queued += 1;
             self.classes.entry(slot.state.class).or_default().add(turn, id, &slot.state);
         }
     }
@@ -183,6 +204,7 @@ impl SendQueue {
                 let turn = self.next_turn;
                 self.next_turn += 1;
                 slot.turn = Some(turn);
+                self.queued += 1;
                 self.classes.entry(slot.state.class).or_default().add(turn, *id, &slot.state);
             }
         }
@@ -192,10 +214,23 @@ impl SendQueue {
     pub(super) fn dequeue(&mut self, id: u64) {
         let Some(slot) = self.slots.get_mut(&id) else { return };
         if let Some(turn) = slot.turn.take() {
+            self.queued -= 1;
             if let Some(c) = self.classes.get_mut(&slot.state.class) {
                 c.take(turn, &slot.state);
             }
         }
+    }
+
+    /// Stream `id` just sent and has more: it goes to the back of the queue (round-robin
+    /// among equals). When it is the only stream queued the order cannot change, and it keeps
+    /// its turn (no removal and insertion per packet of a lone bulk stream).
+    pub(super) fn send_to_back(&mut self, id: u64) {
+        let queued = self.slots.get(&id).is_some_and(|s| s.turn.is_some());
+        if queued && self.queued == 1 {
+            return;
+        }
+        self.dequeue(id);
+        self.enqueue(id);
     }
 
     /// Drops every queued stream with nothing to send at this credit (`credit_zero`: none).
@@ -207,6 +242,7 @@ impl SendQueue {
                 while let Some((_, id)) = shelf.pop_first() {
                     if let Some(slot) = self.slots.get_mut(&id) {
                         slot.turn = None;
+                        self.queued -= 1;
                         without += usize::from(slot.state.without_credit);
                         with += usize::from(slot.state.with_credit);
                     }

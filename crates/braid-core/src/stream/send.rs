@@ -276,8 +276,15 @@ impl SendStream {
         if start >= end {
             return;
         }
-        self.acked.insert(start..end);
         self.retransmit.remove(start..end);
+        // In order (every acknowledgement of a path that does not reorder): the prefix grows
+        // without the range passing through `acked`.
+        if start == self.acked_prefix && self.acked.first().is_none_or(|r| r.start > end) {
+            self.acked_prefix = end;
+            self.drop_acked_prefix();
+            return;
+        }
+        self.acked.insert(start..end);
         if let Some(first) = self.acked.first() {
             if first.start <= self.acked_prefix {
                 self.acked_prefix = first.end;

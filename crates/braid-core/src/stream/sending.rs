@@ -54,8 +54,10 @@ impl Streams {
         // Streams with nothing to send leave the queue until something is written or lost.
         self.queue.sweep(credit == 0);
         let id = self.queue.next(credit == 0, &rank)?;
-        self.queue.dequeue(id);
-        let s = self.streams.get_mut(&id)?;
+        let Some(s) = self.streams.get_mut(&id) else {
+            self.queue.dequeue(id);
+            return None;
+        };
         let announce_len = if s.announce { 2 + varint::size(id) } else { 0 };
         let max_len =
             |offset: u64| room.saturating_sub(announce_len + encode::stream_header_len(id, offset, None));
@@ -76,7 +78,9 @@ impl Streams {
         let more = s.send.has_sendable(self.flow.credit()) || s.announce;
         self.touched(id);
         if more {
-            self.queue.enqueue(id);
+            self.queue.send_to_back(id);
+        } else {
+            self.queue.dequeue(id);
         }
         if chunk.is_none() && announce.is_none() {
             return None;
