@@ -21,8 +21,9 @@ use super::{eligible_for, wait_for, Candidates, Decision, PacketInfo, PathView, 
 use crate::time::Timestamp;
 
 /// How many delay variations ([`PathView::jitter`]) a path's arrival is taken to be late by
-/// when choosing a path for a datagram with a deadline. RFC 3550's jitter is the mean difference between successive
-/// transit times: for a delay spread evenly over [0, D] it is D/3, so three cover the spread.
+/// when choosing a path for a datagram with a deadline. RFC 3550's jitter is the mean
+/// difference between successive transit times: for a delay spread evenly over [0, D] it is
+/// D/3, so three cover the spread.
 pub const JITTER_MARGIN: u32 = 3;
 
 /// The deadline-aware scheduler.

@@ -134,11 +134,6 @@ impl RecvStream {
         Ok((grew, fresh))
     }
 
-    /// End of the bytes readable in order.
-    fn contiguous_end(&self) -> u64 {
-        self.contiguous
-    }
-
     /// Chunks held behind a gap: the reorder-buffer occupancy in packets. O(1).
     pub fn out_of_order_chunks(&self) -> usize {
         self.chunks.len()
@@ -146,7 +141,7 @@ impl RecvStream {
 
     /// True when in-order data waits to be read.
     pub fn has_data(&self) -> bool {
-        self.contiguous_end() > self.read_offset
+        self.contiguous > self.read_offset
     }
 
     /// True when a read would return something: data, the end, or the reset.
@@ -156,7 +151,7 @@ impl RecvStream {
 
     /// Bytes readable in order right now.
     pub fn readable_bytes(&self) -> u64 {
-        self.contiguous_end() - self.read_offset
+        self.contiguous - self.read_offset
     }
 
     /// Takes up to `max` bytes in order, without copying. `None` when nothing is readable.
@@ -271,7 +266,7 @@ mod tests {
     /// frames arriving in a shuffled, overlapping, duplicated order.
     #[test]
     fn held_count_matches_a_recount() {
-        let recount = |r: &RecvStream| r.chunks.range(r.contiguous_end()..).count();
+        let recount = |r: &RecvStream| r.chunks.range(r.contiguous..).count();
         let data: Vec<u8> = (0..=255u8).cycle().take(4000).collect();
         let mut seed = 7u64;
         let mut next = move || {
@@ -316,13 +311,13 @@ mod tests {
                 let (_, f) =
                     r.on_frame(off as u64, Bytes::copy_from_slice(&data[off..off + len]), false).unwrap();
                 fresh += f;
-                in_order = in_order.max(r.contiguous_end() as usize);
+                in_order = in_order.max(r.contiguous as usize);
                 if next() % 3 == 0 {
                     while let Some(c) = r.read_chunk(1 + next() % 3000) {
                         read.extend_from_slice(&c);
                     }
                 }
-                if r.contiguous_end() as usize == data.len() {
+                if r.contiguous as usize == data.len() {
                     while let Some(c) = r.read_chunk(usize::MAX) {
                         read.extend_from_slice(&c);
                     }
