@@ -2373,6 +2373,21 @@ capacity estimate lagged at the start (`20mbit/50ms 20mbit/150ms`: 0.90 → 0.70
 10). Adding smoothed RTT − minimum RTT to the delivery estimate's queue term (it already
 counts bytes in flight beyond rate × minimum RTT) made it worse: 9 of 30 mixes within 10.
 
+A path's minimum RTT includes the return leg of the path its ACKs come back on. When they
+moved to another route, the minimum was the smallest of the first samples on it; on a slow
+path those carry its standing queue (`5mbit/150ms 20kbit/20ms 20kbit/20ms 200kbit/150ms`: 9
+packets, 430 ms, at 18.9 s), EDPF took the queue for base delay and expected the path's
+packets about 170 ms early, and the receiver held 30–78 packets for 5 s. EDPF now reads a
+floor (`path/rtt.rs`, `RttEstimator::floor`): on a move to a route not seen before, the old
+floor moved by the difference of the routes' return legs (half each carrier's round trip, as
+the one-way delays take it), where the samples exceed that by more than half. Over three
+sweeps of 30 mixes (seeds 7, 11, 3) the hold outside loss recovery fell on 8 mixes (77 → 15,
+55 → 21, 70 → 25, 48 → 19, 59 → 23, 48 → 21, 29 → 7, 194 → 167) and rose on 2 (16 → 36,
+14 → 22); the count within 10 packets is the same. Moving the floor by the queue the bytes in
+flight imply instead fell short where the new route's return leg is longer (Table III's 1:4
+mix: 46 ms against samples of 97) and moved Table III's EDPF reorder; taking it below the
+samples on a leg estimate alone put a 100 Mbit/s path's floor 2.4 ms low (38 → 81 packets).
+
 `python3 bench/sim-sweep.py --mixes 30 --seed 7 --schedulers edpf` (the runs below):
 
 | | steady reorder ≤ 10 | outside loss recovery ≤ 10 | mean efficiency | efficiency < 0.8 |

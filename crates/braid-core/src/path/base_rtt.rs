@@ -1,5 +1,7 @@
-//! A path's base round trip for sizing its pipe: the lifetime minimum RTT (RFC 9002 §5.2),
-//! raised when the path's base delay rose for good.
+//! A path's base round trip for sizing its pipe: the lifetime minimum RTT (RFC 9002 §5.2) —
+//! its floor, which a queue standing when the ACKs change route does not raise
+//! ([`crate::path::rtt::RttEstimator::floor`]) — raised when the path's base delay rose for
+//! good.
 //!
 //! The lifetime minimum never follows a rise: EDPF, which lets a path hold 1.5 × rate × the
 //! minimum in flight, then starves the path, measures the lower delivery rate, and shrinks

@@ -63,7 +63,7 @@ impl Path {
                 self.rtt.update(sample, delay);
                 let rate = self.capacity_estimate.drain_rate();
                 let adjusted = self.rtt.adjusted(sample, delay);
-                self.base_rtt.on_sample(now, adjusted, self.rtt.min(), self.in_flight, rate, self.mtu);
+                self.base_rtt.on_sample(now, adjusted, self.rtt.floor(), self.in_flight, rate, self.mtu);
                 self.monitor.on_rtt_sample(sample);
             }
         }

@@ -23,6 +23,13 @@ pub struct RttEstimator {
     pending_route: Option<u8>,
     /// Consecutive samples that came back on another route than the current one.
     elsewhere: u32,
+    /// The return leg of the next sample's route, and of the current route, if known.
+    pending_leg: Option<Duration>,
+    leg: Option<Duration>,
+    /// The minimum moved only by the return legs of the routes ([`Self::floor`]), and each
+    /// route's.
+    floor: Duration,
+    floors: SmallVec<[(u8, Duration); 4]>,
 }
 
 /// Consecutive samples on another return route before the minimum follows it (an occasional
@@ -41,6 +48,10 @@ impl Default for RttEstimator {
             routes: SmallVec::new(),
             pending_route: None,
             elsewhere: 0,
+            pending_leg: None,
+            leg: None,
+            floor: INITIAL_RTT,
+            floors: SmallVec::new(),
         }
     }
 }
@@ -61,9 +72,11 @@ impl RttEstimator {
         self.var
     }
 
-    /// The next sample's ACK came back on path `route`.
-    pub fn next_sample_route(&mut self, route: u8) {
+    /// The next sample's ACK came back on path `route`, whose return leg (half its round
+    /// trip) is `leg`, if known.
+    pub fn next_sample_route(&mut self, route: u8, leg: Option<Duration>) {
         self.pending_route = Some(route);
+        self.pending_leg = leg;
     }
 
     /// The path the ACKs of this path come back on (settled over several samples), if known.
@@ -74,6 +87,34 @@ impl RttEstimator {
     /// Smallest sample seen on the current return route.
     pub fn min(&self) -> Duration {
         self.min
+    }
+
+    /// The current return route's minimum, not raised by a queue that stood when the ACKs
+    /// moved to it: on a move to a route not seen before, the old floor moved by how much
+    /// longer the new route's return leg is than the old one's, if that is less than the
+    /// route's samples (which hold the queue); else the minimum. What EDPF sizes a path's pipe
+    /// and one-way delay from ([`crate::path::base_rtt`]).
+    ///
+    /// Taken as they came, the samples counted a 200 kbit/s path's standing queue (9 packets,
+    /// 430 ms) as base delay when its ACKs moved from a 5 Mbit/s path to the path itself:
+    /// EDPF expected that path's packets about 170 ms before they came, and the receiver held
+    /// 30–78 packets for 5 s (`braid sim --link 5mbit/150ms --link 20kbit/20ms --link
+    /// 20kbit/20ms --link 200kbit/150ms --scheduler edpf`, at 18.9 s). The minimum stays as it
+    /// was for its other readers (the loss judge, the delivery rate).
+    pub fn floor(&self) -> Duration {
+        self.floor
+    }
+
+    /// The floor measured while the ACKs came back on `route`, if they ever did.
+    pub fn route_floor(&self, route: u8) -> Option<Duration> {
+        self.floors.iter().find(|(k, _)| *k == route).map(|(_, f)| *f)
+    }
+
+    /// The path's forward leg: its floor less the current route's return leg, if known. The
+    /// return leg of the path's own route when its ACKs come back on itself (taken as
+    /// symmetric).
+    pub fn forward_leg(&self) -> Option<Duration> {
+        self.leg.map(|l| self.floor.saturating_sub(l))
     }
 
     /// Latest sample.
@@ -89,6 +130,7 @@ impl RttEstimator {
     /// Adds a sample (RFC 9002 §5.3).
     pub fn update(&mut self, latest: Duration, ack_delay: Duration) {
         self.latest = latest;
+        let leg = self.pending_leg.take();
         if let Some(r) = self.pending_route.take() {
             if self.route.is_some_and(|c| c != r) && self.smoothed.is_some() {
                 // A sample of another route: it counts towards that route's minimum only,
@@ -100,22 +142,39 @@ impl RttEstimator {
                     self.update_smoothed(latest, ack_delay);
                     return;
                 }
+                self.floor = match (self.route_floor(r), self.leg, leg) {
+                    (Some(f), _, _) => f.min(m),
+                    (None, Some(old), Some(new)) => {
+                        let moved = (self.floor + new).saturating_sub(old).max(self.floor.min(m));
+                        // Legs are estimates (a carrier's round trip holds its packets'
+                        // transmission): only samples above by more than half count as a queue.
+                        if m > moved + moved / 2 {
+                            moved
+                        } else {
+                            m
+                        }
+                    }
+                    (None, _, _) => m,
+                };
                 self.min = m;
             }
             self.elsewhere = 0;
             self.route = Some(r);
+            self.leg = leg;
         }
         match self.smoothed {
             None => {
                 // "On the first RTT sample ... min_rtt = latest_rtt, smoothed_rtt = latest_rtt,
                 //  rttvar = latest_rtt / 2"
                 self.min = latest;
+                self.floor = latest;
                 self.smoothed = Some(latest);
                 self.var = latest / 2;
                 self.remember_route_min();
             }
             Some(_) => {
                 self.min = self.min.min(latest);
+                self.floor = self.floor.min(self.min);
                 self.remember_route_min();
                 self.update_smoothed(latest, ack_delay);
             }
@@ -147,13 +206,19 @@ impl RttEstimator {
     /// comes back from a long outage).
     pub fn reset_min(&mut self) {
         self.min = self.latest;
+        self.floor = self.latest;
         self.routes.clear();
+        self.floors.clear();
         self.remember_route_min();
     }
 
     fn remember_route_min(&mut self) {
         if let Some(r) = self.route {
             self.set_route_min(r, self.min);
+            match self.floors.iter_mut().find(|(k, _)| *k == r) {
+                Some(e) => e.1 = self.floor,
+                None => self.floors.push((r, self.floor)),
+            }
         }
     }
 
@@ -174,34 +239,92 @@ mod tests {
         let ms = Duration::from_millis;
         let mut r = RttEstimator::default();
         // ACKs first ride a 5 ms carrier (path 1): 25 ms.
-        r.next_sample_route(1);
+        r.next_sample_route(1, None);
         r.update(ms(25), Duration::ZERO);
-        r.next_sample_route(1);
+        r.next_sample_route(1, None);
         r.update(ms(27), Duration::ZERO);
         assert_eq!(r.min(), ms(25));
         // One ACK on the path itself (a liveness copy) does not move the minimum.
-        r.next_sample_route(0);
+        r.next_sample_route(0, None);
         r.update(ms(41), Duration::ZERO);
-        r.next_sample_route(1);
+        r.next_sample_route(1, None);
         r.update(ms(26), Duration::ZERO);
         assert_eq!(r.min(), ms(25));
         // Then they come back on the path itself (path 0) for good: its own round trip, 40 ms,
         // once eight samples in a row say so.
         for i in 0..ROUTE_SWITCH_SAMPLES {
-            r.next_sample_route(0);
+            r.next_sample_route(0, None);
             r.update(ms(47 - u64::from(i)), Duration::ZERO);
             let want = if i + 1 < ROUTE_SWITCH_SAMPLES { ms(25) } else { ms(40) };
             assert_eq!(r.min(), want, "after {} samples", i + 1);
         }
         // Back on the carrier: its own minimum again.
         for _ in 0..ROUTE_SWITCH_SAMPLES {
-            r.next_sample_route(1);
+            r.next_sample_route(1, None);
             r.update(ms(30), Duration::ZERO);
         }
         assert_eq!(r.min(), ms(25));
         // Samples of unknown route stay on the current one.
         r.update(ms(24), Duration::ZERO);
         assert_eq!(r.min(), ms(24));
+        assert_eq!(r.floor(), ms(24), "with no queue in flight the floor is the minimum");
+    }
+
+    #[test]
+    fn the_floor_leaves_out_the_queue_a_new_route_was_found_behind() {
+        let ms = Duration::from_millis;
+        let mut r = RttEstimator::default();
+        // 300 ms with the ACKs on path 0 (a return leg of 150 ms), found while no queue stood.
+        r.next_sample_route(0, Some(ms(150)));
+        r.update(ms(300), Duration::ZERO);
+        // Then a standing queue of 400 ms.
+        for _ in 0..20 {
+            r.next_sample_route(0, Some(ms(150)));
+            r.update(ms(700), Duration::ZERO);
+        }
+        assert_eq!((r.min(), r.floor()), (ms(300), ms(300)));
+        // The ACKs move to path 3, whose return leg is 40 ms longer; the queue stands.
+        for _ in 0..ROUTE_SWITCH_SAMPLES {
+            r.next_sample_route(3, Some(ms(190)));
+            r.update(ms(740), Duration::ZERO);
+        }
+        assert_eq!(r.min(), ms(740), "the minimum takes the samples as they came");
+        assert_eq!(r.floor(), ms(340), "the floor leaves the queue out");
+        // The queue drains: both follow the samples down.
+        r.next_sample_route(3, Some(ms(190)));
+        r.update(ms(335), Duration::ZERO);
+        assert_eq!((r.min(), r.floor()), (ms(335), ms(335)));
+        // Back on path 0: its own.
+        for _ in 0..ROUTE_SWITCH_SAMPLES {
+            r.next_sample_route(0, Some(ms(150)));
+            r.update(ms(310), Duration::ZERO);
+        }
+        assert_eq!((r.min(), r.floor()), (ms(300), ms(300)));
+        // A new route with a shorter return leg: the floor stays until samples show less (it
+        // never goes below both the old floor and the samples on a guess).
+        for _ in 0..ROUTE_SWITCH_SAMPLES {
+            r.next_sample_route(5, Some(ms(100)));
+            r.update(ms(500), Duration::ZERO);
+        }
+        assert_eq!((r.min(), r.floor()), (ms(500), ms(300)));
+        // A new route whose return leg is unknown: the samples.
+        for _ in 0..ROUTE_SWITCH_SAMPLES {
+            r.next_sample_route(6, None);
+            r.update(ms(450), Duration::ZERO);
+        }
+        assert_eq!((r.min(), r.floor()), (ms(450), ms(450)));
+        // Samples within half again of the moved floor are taken as they come (a leg from a
+        // carrier's round trip holds its packets' transmission, a few milliseconds off).
+        let mut r = RttEstimator::default();
+        for _ in 0..3 {
+            r.next_sample_route(3, Some(ms(6)));
+            r.update(ms(25), Duration::ZERO);
+        }
+        for _ in 0..ROUTE_SWITCH_SAMPLES {
+            r.next_sample_route(0, Some(ms(19)));
+            r.update(ms(40), Duration::ZERO);
+        }
+        assert_eq!((r.min(), r.floor()), (ms(40), ms(40)));
     }
 
     #[test]

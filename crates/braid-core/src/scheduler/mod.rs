@@ -68,9 +68,9 @@ pub struct PathView {
     pub status: PathStatusKind,
     /// Smoothed RTT.
     pub srtt: Duration,
-    /// Base RTT: the lifetime minimum, raised after a lasting rise of the path's base delay
-    /// ([`crate::path::base_rtt`]). What EDPF sizes a pipe from, and what the one-way delay
-    /// starts from.
+    /// Base RTT: the minimum's floor ([`crate::path::rtt::RttEstimator::floor`]), raised after
+    /// a lasting rise of the path's base delay ([`crate::path::base_rtt`]). What EDPF sizes a
+    /// pipe from, and what the one-way delay starts from.
     pub min_rtt: Duration,
     /// RTT variation.
     pub rttvar: Duration,

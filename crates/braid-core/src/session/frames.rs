@@ -156,7 +156,14 @@ impl Session {
                 p.capacity_estimate.on_packet_pair(now, rate);
             }
         }
-        self.paths[idx].rtt.next_sample_route(via);
+        // The return leg of the route: half the carrier's round trip, as `path_views` takes
+        // it, or the path's own forward leg when the ACKs come back on itself.
+        let leg = if via == ack.path_id {
+            self.paths[idx].rtt.forward_leg()
+        } else {
+            self.paths.iter().find(|p| p.id == via && p.rtt.has_sample()).map(|p| p.rtt.floor() / 2)
+        };
+        self.paths[idx].rtt.next_sample_route(via, leg);
         let mut acked = std::mem::take(&mut self.acked_scratch);
         let mut lost = std::mem::take(&mut self.lost_scratch);
         let mad = self.config.max_ack_delay;

@@ -94,7 +94,7 @@ impl Session {
             .paths
             .iter()
             .filter(|p| p.state == PathState::Active && p.rtt.has_sample())
-            .map(|p| (p.id, p.rtt.min()))
+            .map(|p| (p.id, p.rtt.floor()))
             .collect();
         let admission = self.config.path_admission;
         let engaged = self.secondary_engaged(now);
@@ -102,8 +102,9 @@ impl Session {
         let reports = self.config.receiver_reports;
         views.extend(self.paths.iter_mut().filter(|p| p.state != PathState::Closed).map(|p| {
             let rate = p.usable_capacity(now);
-            // The base RTT: the lifetime minimum, or what it rose to (`path::base_rtt`).
-            let min_rtt = p.base_rtt.get(p.rtt.min());
+            // The base RTT: the minimum without the queue it was found behind, or what it rose
+            // to (`path::base_rtt`).
+            let min_rtt = p.base_rtt.get(p.rtt.floor());
             let carrier = p
                 .rtt
                 .route()
