@@ -869,6 +869,18 @@ fn seed001_arrival_judge_tells_random_from_congestion_loss() {
     assert!(rtt.paths[0].random_losses >= arrival.paths[0].random_losses);
 }
 
+/// EDPF on `specs` for 15 s holds at most `packets` outside loss recovery, at an efficiency
+/// above 0.85.
+fn edpf_holds_at_most(specs: &[&str], packets: usize) {
+    let r = go(&bulk(specs, Kind::Edpf, 15));
+    assert!(
+        r.reorder_max_lossfree_packets <= packets,
+        "{specs:?}: reorder {}",
+        r.reorder_max_lossfree_packets
+    );
+    assert!(r.efficiency > 0.85, "{specs:?}: efficiency {:.3}", r.efficiency);
+}
+
 /// A path's ACKs that move to another return route while its own packets stand in its
 /// bottleneck queue must not make EDPF take that queue for base delay
 /// (`path::rtt::RttEstimator::floor`): on these mixes of `bench/sim-sweep.py` the receiver
@@ -880,13 +892,7 @@ fn edpf_reorder_survives_a_change_of_ack_route() {
         &["5mbit/50ms", "200kbit/20ms"],
         &["1mbit/150ms", "50kbit/5ms"],
     ] {
-        let r = go(&bulk(specs, Kind::Edpf, 15));
-        assert!(
-            r.reorder_max_lossfree_packets <= 30,
-            "{specs:?}: reorder {}",
-            r.reorder_max_lossfree_packets
-        );
-        assert!(r.efficiency > 0.85, "{specs:?}: efficiency {:.3}", r.efficiency);
+        edpf_holds_at_most(specs, 30);
     }
 }
 
@@ -902,12 +908,6 @@ fn edpf_reorder_bounded_when_a_path_is_far_slower() {
         &["20kbit/5ms", "100mbit/50ms", "200kbit/50ms"],
         &["20kbit/20ms", "1mbit/150ms", "5mbit/50ms"],
     ] {
-        let r = go(&bulk(specs, Kind::Edpf, 15));
-        assert!(
-            r.reorder_max_lossfree_packets <= 10,
-            "{specs:?}: reorder {}",
-            r.reorder_max_lossfree_packets
-        );
-        assert!(r.efficiency > 0.85, "{specs:?}: efficiency {:.3}", r.efficiency);
+        edpf_holds_at_most(specs, 10);
     }
 }
