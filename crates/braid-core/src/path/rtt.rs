@@ -91,9 +91,9 @@ impl RttEstimator {
 
     /// The current return route's minimum, not raised by a queue that stood when the ACKs
     /// moved to it: on a move to a route not seen before, the old floor moved by how much
-    /// longer the new route's return leg is than the old one's, if that is less than the
-    /// route's samples (which hold the queue); else the minimum. What EDPF sizes a path's pipe
-    /// and one-way delay from ([`crate::path::base_rtt`]).
+    /// longer the new route's return leg is than the old one's, where the route's samples
+    /// exceed that by more than the legs differ (the excess is queue); else the minimum. What
+    /// EDPF sizes a path's pipe and one-way delay from ([`crate::path::base_rtt`]).
     ///
     /// Taken as they came, the samples counted a 200 kbit/s path's standing queue (9 packets,
     /// 430 ms) as base delay when its ACKs moved from a 5 Mbit/s path to the path itself:
@@ -147,8 +147,9 @@ impl RttEstimator {
                     (None, Some(old), Some(new)) => {
                         let moved = (self.floor + new).saturating_sub(old).max(self.floor.min(m));
                         // Legs are estimates (a carrier's round trip holds its packets'
-                        // transmission): only samples above by more than half count as a queue.
-                        if m > moved + moved / 2 {
+                        // transmission): samples above by more than the legs differ count as
+                        // a queue, and the legs' difference is no more exact than that.
+                        if m > moved + new.abs_diff(old) {
                             moved
                         } else {
                             m
@@ -313,8 +314,9 @@ mod tests {
             r.update(ms(450), Duration::ZERO);
         }
         assert_eq!((r.min(), r.floor()), (ms(450), ms(450)));
-        // Samples within half again of the moved floor are taken as they come (a leg from a
-        // carrier's round trip holds its packets' transmission, a few milliseconds off).
+        // Samples above the moved floor by less than the legs differ are taken as they come
+        // (a leg from a carrier's round trip holds its packets' transmission, a few
+        // milliseconds off).
         let mut r = RttEstimator::default();
         for _ in 0..3 {
             r.next_sample_route(3, Some(ms(6)));
