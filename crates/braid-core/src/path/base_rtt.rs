@@ -1,7 +1,7 @@
-//! A path's base round trip for sizing its pipe: the lifetime minimum RTT (RFC 9002 §5.2) —
-//! its floor, which a queue standing when the ACKs change route does not raise
-//! ([`crate::path::rtt::RttEstimator::floor`]) — raised when the path's base delay rose for
-//! good.
+//! A path's base round trip for sizing its pipe: the path's RTT floor
+//! ([`crate::path::rtt::RttEstimator::floor`]: the minimum RTT of RFC 9002 §5.2, without a
+//! queue that stood when the ACKs changed route), raised when the path's base delay rose for
+//! good. (Below, "the lifetime minimum" is that floor.)
 //!
 //! The lifetime minimum never follows a rise: EDPF, which lets a path hold 1.5 × rate × the
 //! minimum in flight, then starves the path, measures the lower delivery rate, and shrinks
@@ -61,12 +61,12 @@ pub struct BaseRtt {
 }
 
 impl BaseRtt {
-    /// The base RTT given the lifetime minimum `min`.
+    /// The base RTT given the floor `min`.
     pub fn get(&self, min: Duration) -> Duration {
         self.risen.map_or(min, |r| r.max(min))
     }
 
-    /// An RTT sample `rtt` (ACK delay removed) at `now`; `min` is the lifetime minimum,
+    /// An RTT sample `rtt` (ACK delay removed) at `now`; `min` is the floor,
     /// `in_flight` the bytes in flight before the ACK, `rate` the path's rate in bytes/s and
     /// `mtu` its packet size.
     pub fn on_sample(

@@ -91,9 +91,14 @@ impl RttEstimator {
 
     /// The current return route's minimum, not raised by a queue that stood when the ACKs
     /// moved to it: on a move to a route not seen before, the old floor moved by how much
-    /// longer the new route's return leg is than the old one's, where the route's samples
-    /// exceed that by more than the legs differ (the excess is queue); else the minimum. What
-    /// EDPF sizes a path's pipe and one-way delay from ([`crate::path::base_rtt`]).
+    /// longer the new route's return leg is than the old one's (never lower than both the old
+    /// floor and the samples), where the route's samples exceed that by more than the legs
+    /// differ and an eighth of the floor (the excess is queue); else the minimum. A route seen
+    /// before brings back its own floor. What EDPF sizes a path's pipe and one-way delay from
+    /// ([`crate::path::base_rtt`]).
+    ///
+    /// Like the minimum it only falls afterwards, so a leg misjudged by more than that
+    /// tolerance stays in it; only `base_rtt`'s rise rule lifts it.
     ///
     /// Taken as they came, the samples counted a 200 kbit/s path's standing queue (9 packets,
     /// 430 ms) as base delay when its ACKs moved from a 5 Mbit/s path to the path itself:
@@ -106,8 +111,13 @@ impl RttEstimator {
     }
 
     /// The floor measured while the ACKs came back on `route`, if they ever did.
-    pub fn route_floor(&self, route: u8) -> Option<Duration> {
+    fn route_floor(&self, route: u8) -> Option<Duration> {
         self.floors.iter().find(|(k, _)| *k == route).map(|(_, f)| *f)
+    }
+
+    /// The current route's return leg, if known.
+    pub fn leg(&self) -> Option<Duration> {
+        self.leg
     }
 
     /// The path's forward leg: its floor less the current route's return leg, if known. The
@@ -147,9 +157,9 @@ impl RttEstimator {
                     (None, Some(old), Some(new)) => {
                         let moved = (self.floor + new).saturating_sub(old).max(self.floor.min(m));
                         // Legs are estimates (a carrier's round trip holds its packets'
-                        // transmission): samples above by more than the legs differ count as
-                        // a queue, and the legs' difference is no more exact than that.
-                        if m > moved + new.abs_diff(old) {
+                        // transmission): samples above by more than the legs differ, and
+                        // than a queue the loss judge would still call none, count as one.
+                        if m > moved + new.abs_diff(old).max(self.floor / 8) {
                             moved
                         } else {
                             m
@@ -171,12 +181,12 @@ impl RttEstimator {
                 self.floor = latest;
                 self.smoothed = Some(latest);
                 self.var = latest / 2;
-                self.remember_route_min();
+                self.remember_route();
             }
             Some(_) => {
                 self.min = self.min.min(latest);
                 self.floor = self.floor.min(self.min);
-                self.remember_route_min();
+                self.remember_route();
                 self.update_smoothed(latest, ack_delay);
             }
         }
@@ -210,10 +220,10 @@ impl RttEstimator {
         self.floor = self.latest;
         self.routes.clear();
         self.floors.clear();
-        self.remember_route_min();
+        self.remember_route();
     }
 
-    fn remember_route_min(&mut self) {
+    fn remember_route(&mut self) {
         if let Some(r) = self.route {
             self.set_route_min(r, self.min);
             match self.floors.iter_mut().find(|(k, _)| *k == r) {

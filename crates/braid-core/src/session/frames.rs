@@ -156,12 +156,17 @@ impl Session {
                 p.capacity_estimate.on_packet_pair(now, rate);
             }
         }
-        // The return leg of the route: half the carrier's round trip, as `path_views` takes
-        // it, or the path's own forward leg when the ACKs come back on itself.
-        let leg = if via == ack.path_id {
-            self.paths[idx].rtt.forward_leg()
+        // The return leg of the route, as `path_views` takes it: half an active carrier's
+        // round trip; on the path itself its forward leg (its floor less the carrier's leg)
+        // as it was when its ACKs moved back to it, unknown when they never came on another.
+        let rtt = &self.paths[idx].rtt;
+        let leg = if via != ack.path_id {
+            let carrier = self.paths.iter().find(|p| p.id == via && p.state == PathState::Active);
+            carrier.filter(|p| p.rtt.has_sample()).map(|p| p.rtt.floor() / 2)
+        } else if rtt.route().is_some_and(|r| r != via) {
+            rtt.forward_leg()
         } else {
-            self.paths.iter().find(|p| p.id == via && p.rtt.has_sample()).map(|p| p.rtt.floor() / 2)
+            rtt.leg()
         };
         self.paths[idx].rtt.next_sample_route(via, leg);
         let mut acked = std::mem::take(&mut self.acked_scratch);

@@ -89,7 +89,7 @@ impl Session {
     ) {
         views.clear();
         // One-way delays: a path's RTT includes the return trip of the path its ACKs come back
-        // on (half that path's minimum RTT), or half its own when they come back on itself.
+        // on (half that path's floor RTT), or half its own when they come back on itself.
         let returns: SmallVec<[(PathId, Duration); 8]> = self
             .paths
             .iter()
