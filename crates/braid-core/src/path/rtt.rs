@@ -18,7 +18,8 @@ pub struct RttEstimator {
     /// keep the carrier's minimum, or the in-flight bound EDPF derives from it cannot grow (a
     /// 50 Mbit/s, 20 ms path was held at 22 Mbit/s).
     route: Option<u8>,
-    routes: SmallVec<[(u8, Duration); 4]>,
+    /// Each route's minimum, and its floor once it has been the current route.
+    routes: SmallVec<[(u8, Duration, Option<Duration>); 4]>,
     /// The route of the next sample, if the caller knows it.
     pending_route: Option<u8>,
     /// Consecutive samples that came back on another route than the current one.
@@ -26,10 +27,8 @@ pub struct RttEstimator {
     /// The return leg of the next sample's route, and of the current route, if known.
     pending_leg: Option<Duration>,
     leg: Option<Duration>,
-    /// The minimum moved only by the return legs of the routes ([`Self::floor`]), and each
-    /// route's.
+    /// The minimum moved only by the return legs of the routes ([`Self::floor`]).
     floor: Duration,
-    floors: SmallVec<[(u8, Duration); 4]>,
 }
 
 /// Consecutive samples on another return route before the minimum follows it (an occasional
@@ -51,7 +50,6 @@ impl Default for RttEstimator {
             pending_leg: None,
             leg: None,
             floor: INITIAL_RTT,
-            floors: SmallVec::new(),
         }
     }
 }
@@ -112,7 +110,7 @@ impl RttEstimator {
 
     /// The floor measured while the ACKs came back on `route`, if they ever did.
     fn route_floor(&self, route: u8) -> Option<Duration> {
-        self.floors.iter().find(|(k, _)| *k == route).map(|(_, f)| *f)
+        self.routes.iter().find(|(k, ..)| *k == route).and_then(|(.., f)| *f)
     }
 
     /// The current route's return leg, if known.
@@ -145,7 +143,8 @@ impl RttEstimator {
             if self.route.is_some_and(|c| c != r) && self.smoothed.is_some() {
                 // A sample of another route: it counts towards that route's minimum only,
                 // until enough in a row say the ACKs now come back that way.
-                let m = self.routes.iter().find(|(k, _)| *k == r).map_or(latest, |(_, m)| (*m).min(latest));
+                let m =
+                    self.routes.iter().find(|(k, ..)| *k == r).map_or(latest, |(_, m, _)| (*m).min(latest));
                 self.elsewhere += 1;
                 if self.elsewhere < ROUTE_SWITCH_SAMPLES {
                     self.set_route_min(r, m);
@@ -219,24 +218,22 @@ impl RttEstimator {
         self.min = self.latest;
         self.floor = self.latest;
         self.routes.clear();
-        self.floors.clear();
         self.remember_route();
     }
 
     fn remember_route(&mut self) {
         if let Some(r) = self.route {
             self.set_route_min(r, self.min);
-            match self.floors.iter_mut().find(|(k, _)| *k == r) {
-                Some(e) => e.1 = self.floor,
-                None => self.floors.push((r, self.floor)),
+            if let Some(e) = self.routes.iter_mut().find(|(k, ..)| *k == r) {
+                e.2 = Some(self.floor);
             }
         }
     }
 
     fn set_route_min(&mut self, r: u8, min: Duration) {
-        match self.routes.iter_mut().find(|(k, _)| *k == r) {
+        match self.routes.iter_mut().find(|(k, ..)| *k == r) {
             Some(e) => e.1 = min,
-            None => self.routes.push((r, min)),
+            None => self.routes.push((r, min, None)),
         }
     }
 }

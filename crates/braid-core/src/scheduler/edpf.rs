@@ -51,10 +51,11 @@ pub const QUEUE_ALLOWANCE: f64 = 0.5;
 ///
 /// The product uses the path's base RTT ([`PathView::min_rtt`], [`crate::path::base_rtt`]):
 /// the minimum RTT (RFC 9002) as its floor ([`crate::path::rtt::RttEstimator::floor`]), raised
-/// after a lasting rise of more than the path's own packets could queue. With the lifetime minimum alone, a path whose base delay rose above
-/// 1.5 × it for good delivered less than its rate, measured that, and ended at about three
-/// packets per round trip (`braid sim --link 20mbit/10ms/delay=10ms@0s,40ms@10s --scheduler
-/// edpf`: 0.36 of the link, now 0.90, MinRTT 0.95). A plain windowed minimum (BBR's) fixed
+/// after a lasting rise of more than the path's own packets could queue. With the lifetime
+/// minimum alone, a path whose base delay rose above 1.5 × it for good delivered less than its
+/// rate, measured that, and ended at about three packets per round trip (`braid sim --link
+/// 20mbit/10ms/delay=10ms@0s,40ms@10s --scheduler edpf`: 0.36 of the link, now 0.90, MinRTT
+/// 0.95). A plain windowed minimum (BBR's) fixed
 /// that run but raised EDPF's reorder on seed 004's mixes (Table III 6 → 10–27 packets), where
 /// at 200 kbit/s one queued packet is worth more than the propagation delay.
 pub fn free(p: &PathView, now: Timestamp, bytes: u64) -> bool {
