@@ -2392,6 +2392,23 @@ flight imply instead fell short where the new route's return leg is longer (Tabl
 mix: 46 ms against samples of 97) and moved Table III's EDPF reorder; taking it below the
 samples on a leg estimate alone put a 100 Mbit/s path's floor 2.4 ms low (38 → 81 packets).
 
+A path that goes quiet has its packets' frames moved to the other paths at once, and they
+left its bytes in flight. On a slow link they are still in its queue: a 20 kbit/s path takes
+6 s to carry its first window (14.5 kB), went quiet after 0.4 s, and when its first ACK came
+EDPF counted it empty and queued the stream's next packets behind the old ones
+(`20kbit/5ms 100mbit/150ms 1mbit/150ms`: nothing delivered from 1.4 to 5.5 s, 6053 packets
+held). Those bytes now count as stranded (`Path::stranded`) until they are acknowledged or
+declared lost: against the path's window and in EDPF's queue term, not in congestion control.
+A blackout's stranded packets are declared lost by the first ACK after it (the time
+threshold), so a restored link is not held. Over the three sweeps (seeds 7, 11, 3) the hold
+outside loss recovery fell on 6 mixes (6053 → 104, 5931 → 0, 522 → 103, 90 → 9, 21 → 11,
+14 → 13) and rose on one (`50kbit/5ms 1mbit/5ms 50kbit/50ms`, 4 → 16: a 50 kbit/s path's BBR
+kept 10–11.5 kB in flight after its start instead of 4.3); 53 of the 90 are within 10 packets
+outside loss recovery, 52 before. Seed 000's piconet runs start the same way (a 128 kbit/s
+link goes quiet under its first window), so their tables move both ways from the start on:
+Table III's EDPF flow jitter 211 → 621 ms at 12.58 → 12.42 % loss, Table V's total loss by
+0.1–1.0 points down, Table VIII's LPS rows by up to 0.4 points up.
+
 `python3 bench/sim-sweep.py --mixes 30 --seed 7 --schedulers edpf` (the runs below):
 
 | | steady reorder ≤ 10 | outside loss recovery ≤ 10 | mean efficiency | efficiency < 0.8 |

@@ -46,6 +46,10 @@ pub struct PathStatus {
     pub cwnd: u64,
     /// Bytes in flight.
     pub in_flight: u64,
+    /// Bytes of packets stranded when the path went silent (their data was resent on other
+    /// paths) that its link may still hold: not yet acknowledged or declared lost.
+    #[serde(default)]
+    pub stranded: u64,
     /// Sending rate (UDP payload) over the last [`crate::rates::RATE_WINDOW`], bit/s.
     pub send_bps: f64,
     /// Receiving rate (UDP payload) over the same window, bit/s.
@@ -364,6 +368,7 @@ pub fn session_status(
                 rttvar_ms: p.rttvar.as_secs_f64() * 1e3,
                 cwnd: p.cwnd,
                 in_flight: p.in_flight,
+                stranded: p.stranded,
                 send_bps: rates.send_bps,
                 recv_bps: rates.recv_bps,
                 goodput_bps: rates.goodput_bps,

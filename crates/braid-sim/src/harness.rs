@@ -450,10 +450,11 @@ fn trace_line(now: Duration, sides: &Sides, delivered: u64) -> String {
         for id in s.path_ids() {
             if let Some(p) = s.path_info(id) {
                 line += &format!(
-                    " | {side}{id} {:?} cwnd={} inflight={} pace={:.0}k cap={:.0}k dr={:.0}k pair={:.0}k srtt={:.1}ms sent={} lost={}",
+                    " | {side}{id} {:?} cwnd={} inflight={}{} pace={:.0}k cap={:.0}k dr={:.0}k pair={:.0}k srtt={:.1}ms sent={} lost={}",
                     p.state,
                     p.cwnd,
                     p.in_flight,
+                    if p.stranded > 0 { format!(" stranded={}", p.stranded) } else { String::new() },
                     p.pacing_rate * 8.0 / 1e3,
                     p.capacity * 8.0 / 1e3,
                     p.delivery_rate * 8.0 / 1e3,

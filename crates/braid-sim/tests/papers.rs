@@ -896,6 +896,27 @@ fn edpf_reorder_survives_a_change_of_ack_route() {
     }
 }
 
+/// A 20 kbit/s path takes seconds to carry its first window (14.5 kB: 6 s) and goes quiet
+/// for want of ACKs; its packets move to the other paths but stay in its queue. When it
+/// answered again, EDPF counted it empty and queued more behind them, and the receiver held
+/// 6053 / 522 / 90 packets outside loss recovery on these mixes of `bench/sim-sweep.py`; the
+/// stranded bytes now count as queued (`Path::stranded`) and it holds 24 / 26 / 7.
+#[test]
+fn edpf_waits_for_what_a_quiet_slow_path_still_queues() {
+    for specs in [
+        ["20kbit/5ms", "100mbit/150ms", "1mbit/150ms"].as_slice(),
+        &["20kbit/5ms", "1mbit/150ms", "20kbit/50ms"],
+        &["20kbit/20ms", "200kbit/50ms"],
+    ] {
+        let r = go(&bulk(specs, Kind::Edpf, 15));
+        assert!(
+            r.reorder_max_lossfree_packets <= 30,
+            "{specs:?}: reorder {}",
+            r.reorder_max_lossfree_packets
+        );
+    }
+}
+
 /// EDPF leaves a path more than 100 times slower than the others out of a stream
 /// (`scheduler::edpf::keep_in_order_capable`): on these mixes of `bench/sim-sweep.py --seed 7`
 /// the receiver held 120–5945 packets behind the slow path's packets before, and holds at

@@ -2,7 +2,7 @@
 //!
 //! Packet numbers are per path, so reordering *between* paths never looks like loss here.
 
-use super::sent::SentPacket;
+use super::sent::{SentFrame, SentPacket};
 use super::{Path, PathState};
 use crate::cc::{AckEvent, LossEvent};
 use crate::path::rtt::GRANULARITY;
@@ -81,7 +81,9 @@ impl Path {
             }
             if p.in_flight {
                 self.delivery.on_packet_acked(now, p.sent_time, u64::from(p.size), &p.rate);
-                if !p.requeued {
+                if p.requeued {
+                    self.stranded = self.stranded.saturating_sub(u64::from(p.size));
+                } else {
                     self.in_flight -= u64::from(p.size);
                     acked_bytes += u64::from(p.size);
                 }
@@ -180,6 +182,9 @@ impl Path {
                     self.monitor.on_packet_outcome(true, random_verdict);
                 }
             }
+            if p.in_flight && p.requeued {
+                self.stranded = self.stranded.saturating_sub(u64::from(p.size));
+            }
             if !p.in_flight || p.requeued {
                 continue;
             }
@@ -202,6 +207,23 @@ impl Path {
             let ev = LossEvent { now, lost_bytes, largest_sent_time, persistent, random };
             self.cc.on_congestion(&ev, &self.rtt);
         }
+    }
+
+    /// Strands every outstanding packet (the path went silent or closes): its frames are
+    /// returned for other paths, and its bytes leave the flight for [`Path::stranded`] until
+    /// a late acknowledgement (still welcome) or a loss verdict clears them.
+    pub fn strand(&mut self) -> Vec<SentFrame> {
+        let mut frames = Vec::new();
+        for p in self.sent.iter_mut().filter(|p| !p.requeued) {
+            p.requeued = true;
+            if p.in_flight {
+                self.in_flight -= u64::from(p.size);
+                self.stranded += u64::from(p.size);
+            }
+            frames.extend(p.frames.iter().filter(|f| !matches!(f, SentFrame::Datagram { .. })).cloned());
+        }
+        self.sent.note_stranded();
+        frames
     }
 
     /// True when an ack-eliciting packet is outstanding whose frames this path still owns.

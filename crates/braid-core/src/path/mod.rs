@@ -129,6 +129,11 @@ pub struct Path {
     pub sent: SentPackets,
     /// Bytes in flight (in-flight packets not acked, lost or requeued).
     pub in_flight: u64,
+    /// Bytes of in-flight packets stranded when the path went silent (their frames moved to
+    /// other paths) and not yet acknowledged or declared lost. A slow link's queue still holds
+    /// them after it answers again (20 kbit/s: 14.5 kB is 6 s), so what the path may send next
+    /// and when it arrives count them; congestion control does not.
+    pub stranded: u64,
     /// RTT estimate.
     pub rtt: RttEstimator,
     /// The base RTT a pipe is sized from: the minimum, raised after a lasting rise.
@@ -223,6 +228,7 @@ impl Path {
             next_pn: 0,
             sent: SentPackets::default(),
             in_flight: 0,
+            stranded: 0,
             rtt: RttEstimator::default(),
             base_rtt: BaseRtt::default(),
             cc: algorithm.build(mtu as u64),
@@ -356,7 +362,12 @@ impl Path {
 
     /// Room left in the congestion window, in bytes.
     pub fn window_room(&self) -> u64 {
-        self.cc.window().saturating_sub(self.in_flight)
+        self.cc.window().saturating_sub(self.outstanding())
+    }
+
+    /// Bytes the path's link still holds or may hold: in flight and stranded.
+    pub fn outstanding(&self) -> u64 {
+        self.in_flight + self.stranded
     }
 
     /// Updates the pacer's rate from the controller (call after acks and losses).
@@ -383,7 +394,8 @@ impl Path {
     /// window (its few bytes cannot congest the path; QUIC's probe packets pass a full window
     /// the same way, RFC 9002 §7.5).
     pub fn ready_at_over(&mut self, now: Timestamp, bytes: u64, overdraft: u64) -> Option<Timestamp> {
-        if self.in_flight + bytes > self.cc.window() + overdraft && self.in_flight > 0 {
+        let outstanding = self.outstanding();
+        if outstanding + bytes > self.cc.window() + overdraft && outstanding > 0 {
             return None;
         }
         Some(self.pacer.release_time(now, bytes))
@@ -421,7 +433,7 @@ impl Path {
     pub fn silence_threshold(&self) -> Duration {
         let rate = self.capacity_estimate.drain_rate();
         let transmit = if rate > 0.0 {
-            Duration::from_secs_f64((self.in_flight as f64 / rate).min(60.0))
+            Duration::from_secs_f64((self.outstanding() as f64 / rate).min(60.0))
         } else {
             Duration::ZERO
         };

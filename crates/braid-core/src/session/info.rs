@@ -23,6 +23,7 @@ impl Session {
             rttvar: p.rtt.var(),
             cwnd: p.cc.window(),
             in_flight: p.in_flight,
+            stranded: p.stranded,
             pacing_rate: p.pacer.rate(),
             delivery_rate: p.capacity_estimate.latest_delivery_rate(),
             loss_rate: p.monitor.loss_rate,
@@ -69,6 +70,8 @@ pub struct PathInfo {
     pub cwnd: u64,
     /// Bytes in flight.
     pub in_flight: u64,
+    /// Bytes stranded when the path went silent, not yet acknowledged or declared lost.
+    pub stranded: u64,
     /// Pacing rate, bytes/s.
     pub pacing_rate: f64,
     /// Latest delivery rate, bytes/s.

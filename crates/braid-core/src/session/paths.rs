@@ -4,7 +4,6 @@
 
 use super::{Event, PathEvent, Session, Side};
 use crate::cc::LossEvent;
-use crate::path::sent::SentFrame;
 use crate::path::{Challenge, Path, PathId, PathState};
 use crate::time::Timestamp;
 use crate::timing::{VALIDATION_RETRY_FIRST, VALIDATION_RETRY_MAX};
@@ -106,7 +105,7 @@ impl Session {
         let mut path = self.paths.remove(idx);
         self.retired
             .insert(id, super::RetiredPath { next_pn: path.next_pn, replay: path.received.replay().clone() });
-        let frames = strand(&mut path);
+        let frames = path.strand();
         self.requeue_frames(&frames);
         self.unpin_path(id);
         if tell_peer && self.is_established() {
@@ -137,7 +136,7 @@ impl Session {
             };
             path.cc.on_congestion(&ev, &path.rtt);
         }
-        let frames = strand(path);
+        let frames = path.strand();
         path.probes_due = 1;
         path.monitor.pair = None;
         path.monitor.pair_due = 0;
@@ -202,19 +201,4 @@ impl Session {
             *e = PathEvent::Failed;
         }
     }
-}
-
-/// Marks every packet of `path` as stranded: its frames are returned for other paths and it no
-/// longer counts as in flight (a late acknowledgement is still welcome).
-fn strand(path: &mut Path) -> Vec<SentFrame> {
-    let mut frames = Vec::new();
-    for p in path.sent.iter_mut().filter(|p| !p.requeued) {
-        p.requeued = true;
-        if p.in_flight {
-            path.in_flight -= u64::from(p.size);
-        }
-        frames.extend(p.frames.iter().filter(|f| !matches!(f, SentFrame::Datagram { .. })).cloned());
-    }
-    path.sent.note_stranded();
-    frames
 }

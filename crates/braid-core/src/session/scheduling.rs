@@ -114,10 +114,12 @@ impl Session {
                 Some(c) => min_rtt.saturating_sub(c / 2).max(c / 2),
                 None => min_rtt / 2,
             };
-            // What stands in the bottleneck queue: bytes in flight beyond the path's
-            // bandwidth-delay product, drained at its rate.
+            // What stands in the bottleneck queue: bytes in flight (and stranded, still queued
+            // on a slow link that went quiet) beyond the path's bandwidth-delay product,
+            // drained at its rate.
             let pipe = rate * min_rtt.as_secs_f64();
-            let standing = (p.in_flight as f64 - pipe).max(0.0);
+            let outstanding = p.outstanding();
+            let standing = (outstanding as f64 - pipe).max(0.0);
             let one_way_delay = base + Duration::from_secs_f64(standing / rate.max(1.0));
             PathView {
                 id: p.id,
@@ -131,7 +133,7 @@ impl Session {
                 min_rtt,
                 rttvar: p.rtt.var(),
                 cwnd: p.cc.window(),
-                in_flight: p.in_flight,
+                in_flight: outstanding,
                 ready_at: p.ready_at_over(now, bytes as u64, overdraft),
                 rate,
                 loss_rate: p.scheduler_loss(now, reports),

@@ -201,3 +201,39 @@ fn the_probe_timeout_doubles_with_each_unanswered_probe() {
     p.on_ack_frame(ms(600), &ack(1, &[1..=1], 0), MAD, &mut acked, &mut lost).unwrap();
     assert_eq!(p.pto_count, 0);
 }
+
+/// Packets stranded when the path went silent leave the flight but still count against its
+/// window until they are acknowledged late or declared lost: a slow link's queue still holds
+/// them, and a path that answers again must not pile new packets on top.
+#[test]
+fn stranded_packets_hold_the_window_until_acked_or_lost() {
+    let mut p = sending(8);
+    let window = p.cc.window();
+    assert!(window >= 8000, "the test needs room for 8 packets");
+    p.strand();
+    assert_eq!((p.in_flight, p.stranded), (0, 8000));
+    assert_eq!(p.outstanding(), 8000);
+    assert_eq!(p.window_room(), window - 8000);
+    assert_eq!(p.ready_at(ms(100), window - 7999), None, "the stranded bytes fill the window");
+    // Packets 0 and 1 arrive late; 2 is still queued.
+    let (mut acked, mut lost) = (Vec::new(), Vec::new());
+    p.on_ack_frame(ms(100), &ack(1, &[0..=1], 0), MAD, &mut acked, &mut lost).unwrap();
+    assert_eq!((p.in_flight, p.stranded), (0, 6000));
+    // A packet sent after them is acknowledged: the stranded ones left long before are lost
+    // by the time threshold, and leave the count.
+    let pn = p.take_pn();
+    p.on_packet_sent(SentPacket {
+        pn,
+        sent_time: ms(500),
+        size: 1000,
+        ack_eliciting: true,
+        in_flight: true,
+        requeued: false,
+        mtu_probe: false,
+        rate: Default::default(),
+        frames: Default::default(),
+    });
+    p.on_ack_frame(ms(600), &ack(pn, &[pn..=pn], 0), MAD, &mut acked, &mut lost).unwrap();
+    assert_eq!(pns(&lost), [2, 3, 4, 5, 6, 7]);
+    assert_eq!((p.in_flight, p.stranded), (0, 0));
+}
