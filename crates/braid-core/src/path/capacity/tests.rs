@@ -141,3 +141,22 @@ fn a_sample_held_back_above_the_saturated_ones_raises_the_estimate() {
     // Without saturated samples in the window, rule 2 (the pair) applies as before.
     assert_eq!(e.estimate(ms(3000), None, 0.0), 12.5e6);
 }
+
+#[test]
+fn a_packet_pair_well_below_a_held_back_sample_reads_low() {
+    // Held back all along (no saturated sample), the path carried 54 units while a pair read
+    // 36: the held-back sample is a lower bound, and the pair is taken as low.
+    let mut e = CapacityEstimate::default();
+    e.on_packet_pair(ms(0), 36.0);
+    e.on_held_back_rate(ms(10), 54.0);
+    assert!(!e.saturated(ms(20)));
+    assert_eq!(e.estimate(ms(20), None, 5.0), 54.0);
+    // Within a quarter of the pair, the pair stands (a held-back sample may carry ACK
+    // compression).
+    let mut e = CapacityEstimate::default();
+    e.on_packet_pair(ms(0), 50.0);
+    e.on_held_back_rate(ms(10), 54.0);
+    assert_eq!(e.estimate(ms(20), None, 5.0), 50.0);
+    // Once the held-back sample ages out, the pair again.
+    assert_eq!(e.estimate(ms(3100), None, 5.0), 50.0);
+}

@@ -61,19 +61,24 @@ fn sending_every(n: u64, gap_ms: u64) -> Path {
     let mut p = Path::new(0, None, addr, PathState::Active, Algorithm::Cubic, 1200, ms(0));
     for i in 0..n {
         let pn = p.take_pn();
-        p.on_packet_sent(SentPacket {
-            pn,
-            sent_time: ms(gap_ms * i),
-            size: 1000,
-            ack_eliciting: true,
-            in_flight: true,
-            requeued: false,
-            mtu_probe: false,
-            rate: Default::default(),
-            frames: Default::default(),
-        });
+        p.on_packet_sent(packet(pn, ms(gap_ms * i)));
     }
     p
+}
+
+/// An ack-eliciting, in-flight packet of 1000 bytes sent at `at`.
+fn packet(pn: u64, at: Timestamp) -> SentPacket {
+    SentPacket {
+        pn,
+        sent_time: at,
+        size: 1000,
+        ack_eliciting: true,
+        in_flight: true,
+        requeued: false,
+        mtu_probe: false,
+        rate: Default::default(),
+        frames: Default::default(),
+    }
 }
 
 fn ack(largest: u64, ranges: &[std::ops::RangeInclusive<u64>], delay_ms: u64) -> AckFrame {
@@ -222,17 +227,7 @@ fn stranded_packets_hold_the_window_until_acked_or_lost() {
     // A packet sent after them is acknowledged: the stranded ones left long before are lost
     // by the time threshold, and leave the count.
     let pn = p.take_pn();
-    p.on_packet_sent(SentPacket {
-        pn,
-        sent_time: ms(500),
-        size: 1000,
-        ack_eliciting: true,
-        in_flight: true,
-        requeued: false,
-        mtu_probe: false,
-        rate: Default::default(),
-        frames: Default::default(),
-    });
+    p.on_packet_sent(packet(pn, ms(500)));
     p.on_ack_frame(ms(600), &ack(pn, &[pn..=pn], 0), MAD, &mut acked, &mut lost).unwrap();
     assert_eq!(pns(&lost), [2, 3, 4, 5, 6, 7]);
     assert_eq!((p.in_flight, p.stranded), (0, 0));
