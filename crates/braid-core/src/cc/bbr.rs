@@ -168,10 +168,12 @@ impl Bbr {
     }
 
     /// Linux BBR's `bbr_quantization_budget`: three send quanta, a quantum being what leaves
-    /// in about a millisecond at the bottleneck rate (at least two packets, at most 64 KB).
+    /// in about a millisecond at the bottleneck rate (at least two packets, at most 64 KB
+    /// unless two packets are more: datagrams of up to 65,000 bytes are allowed).
     /// Senders wake on timers and send in bursts; the window must cover that.
     fn quantization_budget(&self) -> u64 {
-        let quantum = ((self.btl_bw * 0.001) as u64).clamp(2 * self.mss, 64 * 1024);
+        let two = 2 * self.mss;
+        let quantum = ((self.btl_bw * 0.001) as u64).clamp(two, two.max(64 * 1024));
         3 * quantum
     }
 

@@ -19,9 +19,13 @@ struct Driver {
 
 impl Driver {
     fn new() -> Self {
+        Driver::with_mss(MSS)
+    }
+
+    fn with_mss(mss: u64) -> Self {
         let mut rtt = RttEstimator::default();
         rtt.update(Duration::from_millis(RTT_MS), Duration::ZERO);
-        Driver { bbr: Bbr::new(MSS), rtt, now: Timestamp::ZERO, delivered: 0 }
+        Driver { bbr: Bbr::new(mss), rtt, now: Timestamp::ZERO, delivered: 0 }
     }
 
     /// One round whose delivery-rate sample is `rate` bytes/s, with `in_flight` bytes before
@@ -49,6 +53,17 @@ impl Driver {
     fn round(&mut self, rate: f64) {
         self.round_with(rate, 10_000_000);
     }
+}
+
+#[test]
+fn datagrams_of_the_largest_allowed_size_keep_a_window_of_two() {
+    // session.max_datagram_size accepts up to 65,000 bytes: two of them are more than the
+    // 64 KB cap on a send quantum, which panicked in `clamp` before.
+    let mut d = Driver::with_mss(65_000);
+    for _ in 0..5 {
+        d.round(1e6);
+    }
+    assert!(d.bbr.window() >= 2 * 65_000, "window {}", d.bbr.window());
 }
 
 #[test]
