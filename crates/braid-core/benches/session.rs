@@ -236,9 +236,13 @@ fn aead_cost(cipher: Cipher) -> f64 {
 }
 
 fn main() {
-    // `cargo test --benches` runs this too; keep that quick.
-    let quick = std::env::args().any(|a| a == "--test");
-    let bytes = if quick { 2_000_000 } else { 1_000_000_000 };
+    // `cargo test --benches` runs this too; keep that quick. `-- --bytes N` sets the transfer
+    // (a small one suits `valgrind --tool=callgrind`, whose instruction counts do not vary
+    // with the machine's load as CPU time does).
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--test");
+    let asked = args.iter().position(|a| a == "--bytes").and_then(|i| args.get(i + 1)?.parse().ok());
+    let bytes = asked.unwrap_or(if quick { 2_000_000 } else { 1_000_000_000 });
     let aead = aead_cost(Cipher::fastest_here());
     println!(
         "{:<6} {:>7} {:>12} {:>12} {:>12} {:>15} {:>15}",

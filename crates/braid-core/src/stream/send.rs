@@ -181,24 +181,24 @@ impl SendStream {
             return None;
         }
         // Walk the unsent gaps from next_new, counting `skip` unsent bytes.
-        let mut pos = self.next_new;
-        let mut left = skip;
-        let start = pos;
-        let ahead: Vec<std::ops::Range<u64>> = self.sent_ahead.iter().filter(|r| r.end > start).collect();
-        let mut ranges = ahead.into_iter().peekable();
-        loop {
-            let gap_end = ranges.peek().map_or(u64::MAX, |r| r.start.max(pos));
-            let gap = gap_end - pos;
-            if gap > left {
-                pos += left;
-                break;
+        let start = self.next_new;
+        let pos = {
+            let mut pos = start;
+            let mut left = skip;
+            let mut ranges = self.sent_ahead.iter().filter(|r| r.end > start).peekable();
+            loop {
+                let gap_end = ranges.peek().map_or(u64::MAX, |r| r.start.max(pos));
+                let gap = gap_end - pos;
+                if gap > left {
+                    break pos + left;
+                }
+                left -= gap;
+                match ranges.next() {
+                    Some(r) => pos = r.end.max(pos),
+                    None => break pos,
+                }
             }
-            left -= gap;
-            match ranges.next() {
-                Some(r) => pos = r.end.max(pos),
-                None => break,
-            }
-        }
+        };
         let next_sent = self.sent_ahead.iter().find(|r| r.end > pos).map_or(u64::MAX, |r| r.start);
         let credit_end = self.highest_sent.max(self.next_new).saturating_add(conn_credit);
         let limit = self.write_offset.min(self.max_data).min(credit_end).min(next_sent);
