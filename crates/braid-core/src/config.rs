@@ -73,8 +73,14 @@ pub struct TrafficClass {
 /// Settings shared by both sides of a session.
 #[derive(Debug, Clone)]
 pub struct SessionConfig {
-    /// Largest UDP payload we send (1452 fits IPv6 in a 1500-byte MTU).
+    /// The UDP payload a path starts at (1452 fits IPv6 in a 1500-byte MTU); less after a
+    /// black hole (`path::mtu`).
     pub max_datagram_size: usize,
+    /// The most a path's MTU search may reach (RFC 8899's MAX_PLPMTU, at most
+    /// [`crate::path::mtu::MAX_CEILING`]): paths search above `max_datagram_size` up to
+    /// the local interface's limit ([`crate::Session::set_path_mtu_ceiling`]) or the largest
+    /// datagram they delivered, never past this. `max_datagram_size` or less: no search up.
+    pub mtu_ceiling: usize,
     /// The session ends when no packet arrived on any path for this long.
     pub idle_timeout: Duration,
     /// The client gives up when the server has not answered the handshake for this long.
@@ -148,6 +154,7 @@ impl Default for SessionConfig {
     fn default() -> Self {
         SessionConfig {
             max_datagram_size: 1452,
+            mtu_ceiling: crate::path::mtu::MAX_CEILING,
             idle_timeout: Duration::from_secs(30),
             handshake_timeout: Duration::from_secs(10),
             keepalive_interval: Duration::from_secs(1),

@@ -67,6 +67,10 @@ pub struct SimConfig {
     /// the other links' paths are added at the start. Link 0 carries the first handshake
     /// attempt and is always there; a link that joins late is not tried for the handshake.
     pub joins: Vec<(usize, Duration)>,
+    /// The MTU of the client's interfaces, in IP bytes (None: not known). Each path may
+    /// search up to it less the IP and UDP headers, as the daemon's client does with the MTU
+    /// it reads from each link's interface (`path::mtu`).
+    pub interface_mtu: Option<usize>,
 }
 
 impl SimConfig {
@@ -90,6 +94,7 @@ impl SimConfig {
             short: None,
             joins: Vec::new(),
             handshake_first_try: None,
+            interface_mtu: None,
         }
     }
 
@@ -119,6 +124,10 @@ pub(crate) fn configure_path(cfg: &SimConfig, client: &mut Session, now: Duratio
     }
     if let Some(cap) = cfg.max_rates.get(i).copied().flatten() {
         let _ = client.set_path_max_rate(ts(now), id, Some(cap));
+    }
+    if let Some(mtu) = cfg.interface_mtu {
+        // The simulator's addresses are IPv4: 20 bytes of IP header and 8 of UDP.
+        let _ = client.set_path_mtu_ceiling(id, mtu.saturating_sub(28));
     }
 }
 
@@ -557,6 +566,7 @@ fn build_report(
                     .map_or(0.0, |p| p.stats.stream_bytes_received as f64 * 8.0 / secs),
                 srtt_ms: client_path.as_ref().map_or(0.0, |p| p.srtt.as_secs_f64() * 1e3),
                 mtu: client_path.as_ref().map_or(0, |p| p.mtu),
+                server_mtu: server_path.as_ref().map_or(0, |p| p.mtu),
                 lost_packets: client_path.as_ref().map_or(0, |p| p.stats.packets_lost),
                 retransmitted_bytes: client_path.as_ref().map_or(0, |p| p.stats.retransmitted_bytes),
                 state: client_path

@@ -18,6 +18,8 @@ pub struct PathReport {
     /// Maximum UDP payload the client's path carries at the end (lowered after a path MTU
     /// black hole).
     pub mtu: usize,
+    /// The same on the server's side of the path (what downloads use).
+    pub server_mtu: usize,
     /// Stream bytes the client resent on it.
     pub retransmitted_bytes: u64,
     /// Final state.

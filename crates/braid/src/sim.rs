@@ -60,6 +60,11 @@ pub struct SimArgs {
     /// core).
     #[arg(long, value_parser = parse_duration)]
     handshake_first_try: Option<Duration>,
+    /// The MTU of the client's interfaces (IP bytes, e.g. 9000): paths search up to it
+    /// (RFC 8899), as the daemon's client does with the MTU it reads from each link's
+    /// interface. Default: none, every path stays at the session's starting size.
+    #[arg(long, value_name = "BYTES")]
+    interface_mtu: Option<usize>,
     /// What the client sends: bulk (one stream), cbr:RATE (datagrams of class 0),
     /// layered:RATE,RATE,... (one datagram class per layer, base layer first and most important),
     /// or short:SIZE@INTERVAL (a request/response of SIZE bytes each way on a new stream every
@@ -373,6 +378,7 @@ pub fn config(args: &SimArgs) -> anyhow::Result<SimConfig> {
         switches: args.switches.clone(),
         joins,
         handshake_first_try: args.handshake_first_try,
+        interface_mtu: args.interface_mtu,
         short: match args.workload {
             Workload::Short(s) => Some(s),
             _ => args.short,

@@ -8,10 +8,20 @@
 //! larger than anything this path has delivered are lost in a row, the path falls back to
 //! the largest size it has delivered, at least [`BASE`] (RFC 8899's BASE_PLPMTU; QUIC's
 //! minimum, which path validation proved), and searches upward: one padded probe at a time,
-//! binary search between what works and the maximum, a size given up after [`PROBE_TRIES`]
+//! binary search between what works and the ceiling, a size given up after [`PROBE_TRIES`]
 //! losses (§5.1.3 MAX_PROBES). Probes are outside congestion control and loss statistics
-//! (§4.4: a lost probe is not congestion). A search that ended below the maximum is tried
+//! (§4.4: a lost probe is not congestion). A search that ended below the ceiling is tried
 //! again after [`RAISE_INTERVAL`] (§5.1.1 PMTU_RAISE_TIMER), as routes change.
+//!
+//! The ceiling is RFC 8899's MAX_PLPMTU, "the largest size … that can be sent on the
+//! outgoing interface". It starts at the starting size and rises ([`MtuDiscovery::raise_ceiling`])
+//! to what the driver reads from the local interface (the client: 1472 on Ethernet, 8972 on
+//! a jumbo-frame LAN, 65,000 on loopback) or to the largest datagram the path has delivered
+//! to us (the server, which learns it from the client's probes). A raised ceiling is probed
+//! first, as it is: a LAN that carries its interface MTU end to end takes one probe, as a
+//! TCP sender's MSS follows its interface MTU; a smaller hop costs [`PROBE_TRIES`] losses
+//! and then the binary search. Fewer, larger datagrams are what makes bulk transfer cheap
+//! per byte (issue 13: the same stream over loopback at 1452 and at 65,000 bytes).
 
 use crate::time::Timestamp;
 use crate::wire::MIN_DATAGRAM;
@@ -25,12 +35,16 @@ pub const PROBE_TRIES: u32 = 2;
 /// The search stops when what works and what failed are closer than this.
 pub const SEARCH_STEP: usize = 16;
 pub use crate::timing::RAISE_INTERVAL;
+/// The largest ceiling: a UDP payload that an IPv4 datagram carries (65,507) with room to
+/// spare; `session.max_datagram_size` has the same bound.
+pub const MAX_CEILING: usize = 65_000;
 
 /// Path MTU state of one path.
 #[derive(Debug, Clone)]
 pub struct MtuDiscovery {
-    /// The configured maximum (UDP payload bytes).
-    max: usize,
+    /// The most the search may reach (UDP payload bytes): RFC 8899's MAX_PLPMTU, at least
+    /// the starting size.
+    ceiling: usize,
     /// Largest UDP payload this path has delivered (acknowledged); 0 before any.
     delivered: usize,
     /// Consecutive losses of packets larger than `delivered`.
@@ -38,6 +52,10 @@ pub struct MtuDiscovery {
     search: Option<Search>,
     /// A search ended below the maximum at this size; searched again at `raise_at`.
     settled: Option<(usize, Timestamp)>,
+    /// A raised ceiling waits for the path to deliver a packet of this size (its MTU when
+    /// the ceiling rose) before the search starts from it: a path that cannot carry even its
+    /// starting size has a black hole to find first.
+    raise_from: Option<usize>,
     /// Black holes detected.
     pub black_holes: u32,
 }
@@ -53,29 +71,72 @@ struct Search {
     tries: u32,
     /// A probe of this size is out.
     outstanding: bool,
+    /// The ceiling is probed first, as it is (a raised ceiling; see the module docs).
+    top_first: bool,
 }
 
 impl MtuDiscovery {
     /// A path that starts at `max` bytes of UDP payload.
     pub fn new(max: usize) -> Self {
-        MtuDiscovery { max, delivered: 0, big_losses: 0, search: None, settled: None, black_holes: 0 }
+        MtuDiscovery {
+            ceiling: max,
+            delivered: 0,
+            big_losses: 0,
+            search: None,
+            settled: None,
+            raise_from: None,
+            black_holes: 0,
+        }
+    }
+
+    /// The most the search may reach.
+    pub fn ceiling(&self) -> usize {
+        self.ceiling
+    }
+
+    /// The path may carry up to `ceiling` bytes (the local interface's limit, or a datagram
+    /// of that size arrived on it; at most [`MAX_CEILING`]). A higher ceiling starts a
+    /// search up from `current`, the path's MTU, that probes the ceiling first — once the
+    /// path has delivered a packet of `current` bytes. A search under way (after a black
+    /// hole) keeps its course and is tried again later.
+    pub fn raise_ceiling(&mut self, ceiling: usize, current: usize) {
+        let ceiling = ceiling.min(MAX_CEILING);
+        if ceiling <= self.ceiling {
+            return;
+        }
+        self.ceiling = ceiling;
+        if self.search.is_none() && ceiling >= current + SEARCH_STEP {
+            self.settled = None;
+            self.raise_from = Some(current);
+            self.start_raise();
+        }
+    }
+
+    /// Starts the search a raised ceiling waits for, once its size has been delivered.
+    fn start_raise(&mut self) {
+        if let Some(lo) = self.raise_from.filter(|lo| self.delivered >= *lo && self.search.is_none()) {
+            self.raise_from = None;
+            self.search =
+                Some(Search { lo, hi: self.ceiling, tries: 0, outstanding: false, top_first: true });
+        }
     }
 
     /// Size of the next probe to send, if one is due at `now`.
     pub fn probe_due(&mut self, now: Timestamp) -> Option<usize> {
         if let Some((size, at)) = self.settled.filter(|(_, at)| now >= *at) {
             self.settled = None;
-            self.search = Some(Search { lo: size, hi: self.max, tries: 0, outstanding: false });
+            self.search =
+                Some(Search { lo: size, hi: self.ceiling, tries: 0, outstanding: false, top_first: false });
             tracing::trace!(size, ?at, "path MTU: searching again");
         }
         let s = self.search.as_ref().filter(|s| !s.outstanding && s.hi >= s.lo + SEARCH_STEP)?;
-        Some((s.lo + s.hi).div_ceil(2))
+        Some(if s.top_first { s.hi } else { (s.lo + s.hi).div_ceil(2) })
     }
 
     /// Ends the search if it has converged; a size below the maximum is searched again later.
     fn end_search_if_done(&mut self, now: Timestamp) {
         if let Some(s) = self.search.as_ref().filter(|s| s.hi < s.lo + SEARCH_STEP) {
-            if s.lo < self.max {
+            if s.lo < self.ceiling {
                 self.settled = Some((s.lo, now + RAISE_INTERVAL));
             }
             self.search = None;
@@ -95,6 +156,7 @@ impl MtuDiscovery {
         if size > self.delivered {
             self.delivered = size;
             self.big_losses = 0;
+            self.start_raise();
         }
         let s = self.search.as_mut()?;
         if probe {
@@ -104,7 +166,7 @@ impl MtuDiscovery {
         if size <= s.lo {
             return None;
         }
-        s.lo = size.min(self.max);
+        s.lo = size.min(self.ceiling);
         s.hi = s.hi.max(s.lo);
         let lo = s.lo;
         self.end_search_if_done(now);
@@ -120,6 +182,7 @@ impl MtuDiscovery {
                 s.tries += 1;
                 if s.tries >= PROBE_TRIES {
                     s.tries = 0;
+                    s.top_first = false;
                     s.hi = size.saturating_sub(1).max(s.lo);
                 }
             }
@@ -136,9 +199,10 @@ impl MtuDiscovery {
         }
         self.big_losses = 0;
         self.black_holes += 1;
-        let hi = size.saturating_sub(1).min(self.max);
+        self.raise_from = None;
+        let hi = size.saturating_sub(1).min(self.ceiling);
         self.settled = None;
-        self.search = Some(Search { lo: floor, hi, tries: 0, outstanding: false });
+        self.search = Some(Search { lo: floor, hi, tries: 0, outstanding: false, top_first: false });
         self.end_search_if_done(now);
         Some(floor)
     }
@@ -188,6 +252,61 @@ mod tests {
         assert_eq!(m.probe_due(T0 + RAISE_INTERVAL - Duration::from_secs(1)), None);
         let again = m.probe_due(T0 + RAISE_INTERVAL).expect("searching again");
         assert!(again > mtu, "{again}");
+    }
+
+    #[test]
+    fn a_raised_ceiling_is_probed_first_and_taken_when_it_passes() {
+        let mut m = MtuDiscovery::new(1452);
+        m.raise_ceiling(1300, 1452);
+        assert_eq!(m.probe_due(T0), None, "a lower ceiling changes nothing");
+        m.raise_ceiling(70_000, 1452);
+        assert_eq!(m.ceiling(), MAX_CEILING);
+        assert_eq!(m.probe_due(T0), None, "not before the starting size is delivered");
+        m.on_acked(T0, 1452, false);
+        assert_eq!(m.probe_due(T0), Some(MAX_CEILING), "the ceiling first");
+        m.on_probe_sent();
+        assert_eq!(m.on_acked(T0, MAX_CEILING, true), Some(MAX_CEILING));
+        assert_eq!(m.probe_due(T0), None, "one probe was enough");
+        assert_eq!(m.probe_due(T0 + RAISE_INTERVAL), None, "nothing left to search later");
+    }
+
+    #[test]
+    fn a_ceiling_the_path_cannot_carry_falls_back_to_the_binary_search() {
+        // A jumbo-frame interface (8972 bytes of UDP payload) behind a 1500-byte hop.
+        let mut m = MtuDiscovery::new(1452);
+        m.on_acked(T0, 1452, false);
+        m.raise_ceiling(8972, 1452);
+        let limit = 1472;
+        let (mut mtu, mut probes) = (1452, 0);
+        for _ in 0..60 {
+            let Some(size) = m.probe_due(T0) else { break };
+            m.on_probe_sent();
+            probes += 1;
+            if size <= limit {
+                mtu = m.on_acked(T0, size, true).unwrap_or(mtu);
+            } else {
+                assert_eq!(m.on_lost(T0, size, true, mtu), None, "a lost probe is no black hole");
+            }
+        }
+        assert_eq!(m.probe_due(T0), None, "the search ends");
+        assert!(mtu <= limit && mtu + SEARCH_STEP > limit, "found {mtu}");
+        assert!(probes <= 2 + 2 * 10, "{probes} probes");
+        // It was settled below the ceiling: searched again later.
+        assert!(m.probe_due(T0 + RAISE_INTERVAL).is_some());
+    }
+
+    #[test]
+    fn a_black_hole_under_a_raised_ceiling_is_found_first() {
+        // A 1400-byte hop on a jumbo-frame interface: the starting size never arrives.
+        let mut m = MtuDiscovery::new(1452);
+        m.raise_ceiling(8972, 1452);
+        m.on_acked(T0, 80, false);
+        assert_eq!(m.probe_due(T0), None, "no search up from a size never delivered");
+        for _ in 0..BLACK_HOLE_LOSSES {
+            m.on_lost(T0, 1452, false, 1452);
+        }
+        assert_eq!(m.black_holes, 1);
+        assert!(m.probe_due(T0).is_some_and(|s| s < 1452), "the search goes down first");
     }
 
     #[test]

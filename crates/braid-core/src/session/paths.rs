@@ -64,6 +64,17 @@ impl Session {
         Ok(())
     }
 
+    /// The local interface under path `id` sends datagrams of up to `bytes` of UDP payload
+    /// (RFC 8899's MAX_PLPMTU: the interface MTU less the IP and UDP headers): the path
+    /// searches up to it, within [`crate::SessionConfig::mtu_ceiling`] (`path::mtu`).
+    pub fn set_path_mtu_ceiling(&mut self, id: PathId, bytes: usize) -> Result<(), PathError> {
+        let most = self.config.mtu_ceiling;
+        let p = self.path_mut(id).ok_or(PathError::Unknown)?;
+        let mtu = p.mtu;
+        p.pmtu.raise_ceiling(bytes.min(most), mtu);
+        Ok(())
+    }
+
     /// Sets how we want a path used (active, standby, backup) and tells the peer.
     pub fn set_path_status(&mut self, id: PathId, status: PathStatusKind) -> Result<(), PathError> {
         let p = self.path_mut(id).ok_or(PathError::Unknown)?;

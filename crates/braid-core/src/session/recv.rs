@@ -259,11 +259,18 @@ impl Session {
             None if !carries_challenge(&payload) => return self.drop_packet(DropReason::UnknownPath),
             None => self.join_path(now, h.path_id, local, remote),
         };
+        let ceiling = self.config.mtu_ceiling;
         let path = &mut self.paths[i];
         path.last_received = Some(now);
         path.stats.packets_received += 1;
         let data_len = (DATA_HEADER_LEN + len + wire::TAG_LEN) as u64;
         path.stats.bytes_received += data_len;
+        if data_len as usize > path.pmtu.ceiling() {
+            // The path carried a datagram this large to us (the client's MTU probes): search
+            // up to it (`path::mtu`).
+            let mtu = path.mtu;
+            path.pmtu.raise_ceiling((data_len as usize).min(ceiling), mtu);
+        }
         if path.local.is_none() {
             path.local = local;
         }
