@@ -61,6 +61,7 @@ pub struct SessionSection {
     session_window: Option<u64>,
     send_buffer: Option<u64>,
     max_datagram_size: Option<usize>,
+    mtu_ceiling: Option<usize>,
     ack_path: Option<String>,
     blackout_freeze: Option<bool>,
     loss_discrimination: Option<bool>,
@@ -111,6 +112,12 @@ impl SessionSection {
                 return Err(format!("session.max_datagram_size: {v} is outside 1200..65000"));
             }
             c.max_datagram_size = v;
+        }
+        if let Some(v) = self.mtu_ceiling {
+            if !(1200..=65000).contains(&v) {
+                return Err(format!("session.mtu_ceiling: {v} is outside 1200..65000"));
+            }
+            c.mtu_ceiling = v;
         }
         if let Some(v) = &self.ack_path {
             c.ack_path = match v.as_str() {
@@ -836,6 +843,19 @@ mod tests {
             let m = ServerSettings::load(Some(&p), ServerFlags::default()).unwrap_err().to_string();
             assert!(m.contains(why), "{bad}: {m}");
         }
+    }
+
+    #[test]
+    fn the_mtu_ceiling_is_a_session_key_with_the_datagram_bounds() {
+        let flags = server_flags("mtu.key");
+        let s = ServerSettings::load(None, flags(vec![])).unwrap();
+        assert_eq!(s.session.mtu_ceiling, braid_core::path::mtu::MAX_CEILING);
+        let s = ServerSettings::load(None, flags(vec!["session.mtu_ceiling=1452".into()])).unwrap();
+        assert_eq!(s.session.mtu_ceiling, 1452);
+        let m = ServerSettings::load(None, flags(vec!["session.mtu_ceiling=70000".into()]))
+            .unwrap_err()
+            .to_string();
+        assert!(m.contains("session.mtu_ceiling: 70000 is outside 1200..65000"), "{m}");
     }
 
     #[test]

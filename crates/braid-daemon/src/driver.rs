@@ -161,6 +161,12 @@ impl<R: Role> Driver<R> {
     /// Uses `link` for path `id` (client) — the path must exist in the session — and receives
     /// from it until the driver ends or the path is removed.
     pub fn bind_path(&mut self, id: PathId, link: UdpLink, label: String) {
+        // The path may search up to what its interface sends (RFC 8899 MAX_PLPMTU): 1472
+        // bytes on Ethernet, 8972 on a jumbo-frame LAN, 65,000 on loopback (`path::mtu`).
+        if let Some(ceiling) = self.session.path_info(id).and_then(|p| link.mtu_toward(p.remote)) {
+            tracing::debug!(path = id, ceiling, "interface MTU read");
+            let _ = self.session.set_path_mtu_ceiling(id, ceiling);
+        }
         self.receiving.insert(id, Receiver::new(&link));
         self.sockets.insert(id, link);
         self.labels.insert(id, label);

@@ -12,7 +12,7 @@ use smallvec::SmallVec;
 use socket2::{Domain, Protocol, Socket, Type};
 use std::io::{self, IoSliceMut};
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use tokio::io::Interest;
 use tokio::net::UdpSocket;
@@ -43,6 +43,10 @@ pub struct UdpLink {
     pub local: SocketAddr,
     /// An ICMP "unreachable" arrived for this socket (the server's host or port is not there).
     pub unreachable: Arc<AtomicBool>,
+    /// The interface it is bound to, if any.
+    device: Option<Arc<str>>,
+    /// Its `SO_MARK` (0: none), which policy routing may read (TUN mode).
+    mark: Arc<AtomicU32>,
 }
 
 impl UdpLink {
@@ -90,13 +94,38 @@ impl UdpLink {
             state: Arc::new(state),
             local,
             unreachable: Arc::new(AtomicBool::new(false)),
+            device: device.map(Arc::from),
+            mark: Arc::new(AtomicU32::new(0)),
         })
+    }
+
+    /// The most UDP payload one datagram from this socket toward `remote` carries: the MTU
+    /// of the route the kernel picks (its interface's, or less where the kernel has learnt a
+    /// smaller path MTU), less the IP and UDP headers. RFC 8899's MAX_PLPMTU, which a path's
+    /// MTU search may reach ([`braid_core::Session::set_path_mtu_ceiling`]). Read from a
+    /// socket bound and connected as this one would send (`IP_MTU` is defined only on a
+    /// connected socket); None where the kernel does not say.
+    pub fn mtu_toward(&self, remote: SocketAddr) -> Option<usize> {
+        let domain = if remote.is_ipv4() { Domain::IPV4 } else { Domain::IPV6 };
+        let s = Socket::new(domain, Type::DGRAM, Some(Protocol::UDP)).ok()?;
+        if let Some(dev) = &self.device {
+            s.bind_device(Some(dev.as_bytes())).ok()?;
+        }
+        match self.mark.load(Ordering::Relaxed) {
+            0 => {}
+            mark => s.set_mark(mark).ok()?,
+        }
+        s.bind(&SocketAddr::new(self.local.ip(), 0).into()).ok()?;
+        s.connect(&remote.into()).ok()?;
+        route_mtu(&s, remote.is_ipv4()).map(|mtu| mtu.saturating_sub(if remote.is_ipv4() { 28 } else { 48 }))
     }
 
     /// Marks the socket's packets with `mark` (`SO_MARK`, needs CAP_NET_ADMIN): TUN mode's
     /// policy routing keeps marked packets out of the TUN.
     pub fn set_mark(&self, mark: u32) -> io::Result<()> {
-        socket2::SockRef::from(&*self.socket).set_mark(mark)
+        socket2::SockRef::from(&*self.socket).set_mark(mark)?;
+        self.mark.store(mark, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Most segments one GSO send may carry.
@@ -231,9 +260,38 @@ pub fn v6_if_needed(addr: SocketAddr, sock: &UdpSocket) -> SocketAddr {
     }
 }
 
+/// `getsockopt(IP_MTU)` or `(IPV6_MTU)` of a connected socket: its route's MTU (Linux, ip(7)).
+#[cfg(target_os = "linux")]
+fn route_mtu(s: &Socket, v4: bool) -> Option<usize> {
+    use std::os::fd::AsRawFd;
+    let (level, name) =
+        if v4 { (libc::IPPROTO_IP, libc::IP_MTU) } else { (libc::IPPROTO_IPV6, libc::IPV6_MTU) };
+    let mut mtu: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `mtu` and `len` are valid for writes of a c_int and a socklen_t, as the call
+    // expects; the descriptor is the live socket `s`.
+    let rc = unsafe { libc::getsockopt(s.as_raw_fd(), level, name, (&raw mut mtu).cast(), &raw mut len) };
+    (rc == 0 && mtu > 0).then_some(mtu as usize)
+}
+
+/// Other systems: not read (paths keep the starting size).
+#[cfg(not(target_os = "linux"))]
+fn route_mtu(_: &Socket, _: bool) -> Option<usize> {
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn the_interface_mtu_toward_a_peer_is_read_less_the_headers() {
+        let link = UdpLink::bind("127.0.0.1:0".parse().unwrap(), None).unwrap();
+        // Loopback's MTU (`ip link`: 65536 unless changed), of which an IPv4 datagram can
+        // use 65,535 bytes.
+        let lo: usize = std::fs::read_to_string("/sys/class/net/lo/mtu").unwrap().trim().parse().unwrap();
+        assert_eq!(link.mtu_toward("127.0.0.1:9".parse().unwrap()), Some(lo.min(65_535) - 28));
+    }
 
     #[tokio::test]
     async fn a_group_shares_one_port_and_a_second_group_is_refused_it() {

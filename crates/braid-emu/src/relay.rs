@@ -23,6 +23,11 @@ use tokio::time::Instant;
 /// Datagrams waiting in the emulated link, per direction, at most (a guard on memory; the
 /// link's own queue limit is normally far smaller).
 const MAX_IN_FLIGHT: usize = 100_000;
+/// The IP MTU of a link whose spec names none: Ethernet's. A larger datagram is lost, as on
+/// a real link. The relay listens on loopback, whose own MTU (65,536) would otherwise let a
+/// path's MTU search (`braid_core::path::mtu`) send 65,000-byte datagrams over a link
+/// emulating LTE or DSL.
+pub const DEFAULT_MTU: usize = 1500;
 
 /// Datagrams to the server remembered for [`Stale::replay_every`].
 pub const REPLAY_MEMORY: usize = 64;
@@ -388,7 +393,8 @@ async fn run(
         };
         let now = Instant::now();
         let t = now - start;
-        let spec = shared.spec.lock().map(|s| s.clone()).unwrap_or_else(|e| e.into_inner().clone());
+        let mut spec = shared.spec.lock().map(|s| s.clone()).unwrap_or_else(|e| e.into_inner().clone());
+        spec.mtu = spec.mtu.or(Some(DEFAULT_MTU));
         let dir = if to_server { &mut up } else { &mut down };
         let fate = if shared.down.load(Ordering::SeqCst) || queue.len() >= MAX_IN_FLIGHT {
             Fate::Down
