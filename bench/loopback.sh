@@ -13,7 +13,10 @@
 # --floor also runs, in the same run, the floor relay (crates/braid-emu/examples/floor_relay.rs:
 # TCP sealed into GSO'd UDP datagrams of braid's size and back, with no protocol) and adds
 # "floor_gbps", "floor_cpu_s_per_gb" to the JSON: what any user-space TCP-over-encrypted-UDP
-# relay pays on this machine, so braid's own cost is what it spends above it.
+# relay pays on this machine, so braid's own cost is what it spends above it. FLOOR_DATAGRAM=N
+# sets the floor's datagram size (default 1452, braid's starting size; braid's paths search up
+# to loopback's MTU and send 65,000-byte datagrams here, so FLOOR_DATAGRAM=65000 compares like
+# with like); the JSON gets "floor_datagram".
 # BRAID=path/to/braid measures that binary instead of building this tree's (side-by-side
 # comparisons of two builds).
 set -euo pipefail
@@ -72,7 +75,7 @@ TCP_SYS=$(echo "$TCP_JSON" | python3 -c 'import json,sys; j=json.load(sys.stdin)
 FL_BPS=0; FL_CPU0=0; FL_CPU1=0
 if [ "$FLOOR" = 1 ]; then
   iperf3 -s -p 5297 -1 >/dev/null 2>&1 & PIDS+=($!); IPS2=$!
-  "$F" 127.0.0.1:5301 127.0.0.1:5297 2>"$T/floor.log" & PIDS+=($!); FP=$!
+  "$F" 127.0.0.1:5301 127.0.0.1:5297 "${FLOOR_DATAGRAM:-1452}" 2>"$T/floor.log" & PIDS+=($!); FP=$!
   sleep 0.3
   FL_CPU0=$(cpu "$FP")
   FL_JSON=$(iperf3 -c 127.0.0.1 -p 5301 -t "$SECS" -J "${REVERSE[@]}")
@@ -95,7 +98,7 @@ C1=$(cpu "$CP"); S1=$(cpu "$SP"); CK1=$(sys_cpu "$CP"); SK1=$(sys_cpu "$SP")
 BR_BPS=$(echo "$BR_JSON" | python3 -c 'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"])')
 PATHS=$($B status --addr 127.0.0.1:7402 | grep -cE '^  [0-9]+ ' || true)
 python3 - "$SECS" "$TCP_BPS" "$TCP_CPU" "$BR_BPS" "$C0" "$C1" "$S0" "$S1" "$PATHS" "$JSON" "$CK0" "$CK1" "$SK0" "$SK1" "$TCP_SYS" "$DIRECTION" "$FLOOR" "$FL_BPS" "$FL_CPU0" "$FL_CPU1" <<'PY'
-import json, sys
+import json, os, sys
 (secs, tcp_bps, tcp_cpu_frac, br_bps, c0, c1, s0, s1, paths, as_json, ck0, ck1, sk0, sk1, tcp_sys_frac, direction,
  floor, fl_bps, fl0, fl1) = sys.argv[1:]
 secs=float(secs); tcp_bps=float(tcp_bps); br_bps=float(br_bps)
@@ -118,7 +121,8 @@ if floor:
 print(f"braid CPU: client {float(c1)-float(c0):.2f} s (system {float(ck1)-float(ck0):.2f}), "
       f"server {float(s1)-float(s0):.2f} s (system {float(sk1)-float(sk0):.2f}) over {secs:.0f} s")
 if as_json == "1":
-    extra = {"floor_gbps": round(fl_bps/1e9, 3), "floor_cpu_s_per_gb": round(fl_cpu/fl_gb, 3)} if floor else {}
+    extra = {"floor_gbps": round(fl_bps/1e9, 3), "floor_cpu_s_per_gb": round(fl_cpu/fl_gb, 3),
+             "floor_datagram": int(os.environ.get("FLOOR_DATAGRAM", "1452"))} if floor else {}
     print(json.dumps({
         "braid_gbps": round(br_bps/1e9, 3), "braid_cpu_s_per_gb": round(br_cpu/br_gb, 3),
         "tcp_gbps": round(tcp_bps/1e9, 3), "tcp_cpu_s_per_gb": round(tcp_cpu/tcp_gb, 3),

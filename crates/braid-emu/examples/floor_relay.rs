@@ -11,9 +11,13 @@
 //! runs it beside plain TCP and braid, so braid's own cost is what it spends above this floor.
 //!
 //! ```text
-//! cargo run --release -p braid-emu --example floor_relay -- LISTEN TARGET
+//! cargo run --release -p braid-emu --example floor_relay -- LISTEN TARGET [DATAGRAM]
 //! e.g. floor_relay 127.0.0.1:5301 127.0.0.1:5297
 //! ```
+//!
+//! DATAGRAM is the size of each UDP datagram (default 1452, braid's starting size; up to
+//! 65,000, what braid's paths reach on loopback by their MTU search), so that braid can be
+//! set beside the floor at the size it sends.
 //!
 //! It aborts a tunnel (closing both TCP ends) if a datagram is lost, reordered or fails to
 //! open: a floor that silently dropped data would measure less work than was asked.
@@ -28,14 +32,15 @@ use std::sync::Arc;
 use std::thread::{self, Thread};
 use std::time::Duration;
 
-/// One datagram on the wire, as braid's: 1452 bytes (a 1500-byte IPv6 MTU less 48).
+/// One datagram on the wire unless the command line says otherwise, as braid's paths start:
+/// 1452 bytes (a 1500-byte IPv6 MTU less 48).
 const DATAGRAM: usize = 1452;
+/// Most bytes one GSO send carries.
+const MAX_BATCH: usize = 64_000;
 /// The header: the datagram's sequence number, sent in clear and authenticated.
 const HEADER: usize = 8;
 /// AES-GCM's tag.
 const TAG: usize = 16;
-/// Payload per full datagram.
-const PAYLOAD: usize = DATAGRAM - HEADER - TAG;
 /// A sequence number with this bit set ends the direction (the TCP reader saw EOF).
 const FIN: u64 = 1 << 63;
 /// Bytes the sender may have sent beyond what the receiving thread has written.
@@ -45,9 +50,13 @@ const SLOTS: usize = 8;
 
 fn main() -> io::Result<()> {
     let args: Vec<String> = std::env::args().collect();
-    let [_, listen, target] = args.as_slice() else {
-        eprintln!("usage: floor_relay LISTEN TARGET   (e.g. 127.0.0.1:5301 127.0.0.1:5297)");
-        std::process::exit(2);
+    let (listen, target, datagram) = match args.as_slice() {
+        [_, l, t] => (l, t, DATAGRAM),
+        [_, l, t, d] => match d.parse::<usize>() {
+            Ok(d) if (64..=65_000).contains(&d) => (l, t, d),
+            _ => usage(),
+        },
+        _ => usage(),
     };
     let listener = TcpListener::bind(listen)?;
     for conn in listener.incoming() {
@@ -61,14 +70,20 @@ fn main() -> io::Result<()> {
         };
         a.set_nodelay(true)?;
         b.set_nodelay(true)?;
-        tunnel(a.try_clone()?, b.try_clone()?)?;
-        tunnel(b, a)?;
+        tunnel(a.try_clone()?, b.try_clone()?, datagram)?;
+        tunnel(b, a, datagram)?;
     }
     Ok(())
 }
 
-/// Carries what `from` reads to `to` through a pair of UDP sockets on loopback.
-fn tunnel(from: TcpStream, to: TcpStream) -> io::Result<()> {
+fn usage() -> ! {
+    eprintln!("usage: floor_relay LISTEN TARGET [DATAGRAM]   (e.g. 127.0.0.1:5301 127.0.0.1:5297 1452; DATAGRAM 64..65000)");
+    std::process::exit(2);
+}
+
+/// Carries what `from` reads to `to` through a pair of UDP sockets on loopback, in datagrams
+/// of `datagram` bytes.
+fn tunnel(from: TcpStream, to: TcpStream, datagram: usize) -> io::Result<()> {
     let tx = UdpSocket::bind("127.0.0.1:0")?;
     let rx = UdpSocket::bind("127.0.0.1:0")?;
     socket2::SockRef::from(&rx).set_recv_buffer_size(4 << 20)?;
@@ -82,7 +97,7 @@ fn tunnel(from: TcpStream, to: TcpStream) -> io::Result<()> {
     let (k, w, f) = (key.clone(), written.clone(), failed.clone());
     let sender = thread::spawn(move || {
         // A TCP error ends the tunnel quietly: iperf3 closes its connections mid-stream.
-        let _ = send_loop(from, tx, &k, &w, &f);
+        let _ = send_loop(from, tx, datagram, &k, &w, &f);
     });
     let sender_thread = sender.thread().clone();
     thread::spawn(move || {
@@ -114,20 +129,22 @@ fn nonce(seq: u64) -> Nonce {
     Nonce::assume_unique_for_key(n)
 }
 
-/// Reads TCP, seals it into datagrams of [`DATAGRAM`] bytes and sends them in GSO batches.
+/// Reads TCP, seals it into datagrams of `datagram` bytes and sends them in GSO batches.
 fn send_loop(
     mut from: TcpStream,
     tx: UdpSocket,
+    datagram: usize,
     key: &LessSafeKey,
     written: &AtomicU64,
     failed: &AtomicBool,
 ) -> io::Result<()> {
     let state = UdpSocketState::new(UdpSockRef::from(&tx))?;
     tx.set_nonblocking(false)?; // quinn-udp leaves it non-blocking; these threads block
-    let segments = state.max_gso_segments().clamp(1, 44);
+    let segments = state.max_gso_segments().clamp(1, 44).min(MAX_BATCH / datagram).max(1);
+    let payload = datagram - HEADER - TAG;
     let dest = tx.peer_addr()?;
-    let mut plain = vec![0u8; segments * PAYLOAD];
-    let mut batch = vec![0u8; segments * DATAGRAM];
+    let mut plain = vec![0u8; segments * payload];
+    let mut batch = vec![0u8; segments * datagram];
     let (mut seq, mut sent) = (0u64, 0u64);
     loop {
         while sent.saturating_sub(written.load(Ordering::Acquire)) > WINDOW {
@@ -138,7 +155,7 @@ fn send_loop(
         }
         let n = from.read(&mut plain)?;
         let mut len = 0;
-        for chunk in plain[..n].chunks(PAYLOAD) {
+        for chunk in plain[..n].chunks(payload) {
             let s = seq;
             seq += 1;
             let d = &mut batch[len..len + HEADER + chunk.len() + TAG];
@@ -163,7 +180,7 @@ fn send_loop(
             tag_out.copy_from_slice(tag.as_ref());
             len = HEADER + TAG;
         }
-        let segment = (len > DATAGRAM).then_some(DATAGRAM);
+        let segment = (len > datagram).then_some(datagram);
         let t = Transmit {
             destination: dest,
             ecn: None,

@@ -48,7 +48,9 @@ impl Bottleneck {
     }
 }
 
-async fn run(front: Arc<UdpSocket>, server: SocketAddr, spec: LinkSpec, seed: u64) {
+async fn run(front: Arc<UdpSocket>, server: SocketAddr, mut spec: LinkSpec, seed: u64) {
+    // Ethernet-sized unless the spec says otherwise, as the relay's links (`relay::DEFAULT_MTU`).
+    spec.mtu = spec.mtu.or(Some(crate::relay::DEFAULT_MTU));
     let start = Instant::now();
     let mut up = Direction::new(ChaCha8Rng::seed_from_u64(seed));
     let mut down = Direction::new(ChaCha8Rng::seed_from_u64(seed ^ 0xd0));

@@ -12,4 +12,4 @@ pub mod bottleneck;
 mod relay;
 pub mod testbed;
 
-pub use relay::{OuterAddress, Relay, RelayHandle, RelayStats, Stale, REPLAY_MEMORY};
+pub use relay::{OuterAddress, Relay, RelayHandle, RelayStats, Stale, DEFAULT_MTU, REPLAY_MEMORY};

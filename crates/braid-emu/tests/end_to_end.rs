@@ -318,7 +318,12 @@ async fn a_path_mtu_black_hole_is_found_and_the_download_arrives() {
     let narrow = narrow.unwrap_or_else(|| panic!("server paths' MTUs: {mtus:?}"));
     let found = st.sessions[0].paths.iter().find(|p| p.id == narrow).map_or(0, |p| p.mtu_black_holes);
     assert!(found >= 1, "the narrow path's MTU fell through black-hole detection");
-    assert!(mtus.iter().any(|(_, m)| *m == 1452), "the clean path keeps the full size: {mtus:?}");
+    // The clean path keeps the starting size or more: its relay is Ethernet-sized (1472 bytes
+    // of UDP payload), which the search up to loopback's MTU may find.
+    assert!(
+        mtus.iter().any(|(_, m)| (1452..=1472).contains(m)),
+        "the clean path keeps the full size: {mtus:?}"
+    );
     // The narrow path is used, not abandoned: it carried a good share of the download.
     let st = bed.client.board.snapshot();
     let carried = st.sessions[0].paths.iter().find(|p| p.id == narrow).map_or(0, |p| p.stream_bytes_received);
