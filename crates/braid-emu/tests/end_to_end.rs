@@ -330,6 +330,22 @@ async fn a_path_mtu_black_hole_is_found_and_the_download_arrives() {
     assert!(carried > source.len / 5, "{carried} of {} bytes over the narrow path", source.len);
 }
 
+/// A jumbo-frame link (9000-byte IP MTU): the client's path searches up from loopback's MTU
+/// and finds the link's size, the server learns it from the client's probes and searches up
+/// to it once it sends the download, and the download arrives intact at that size.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_download_over_a_jumbo_frame_link_uses_its_size_both_ways() {
+    let source = start_source(40 << 20, 12).await.unwrap();
+    let bed = Testbed::start(TestbedConfig::new(links(&["200mbit/2ms/mtu=9000"]))).await.unwrap();
+    let d = download_socks(bed.client.socks_addr.unwrap(), source.addr, |_| {}).await.unwrap();
+    assert_eq!(d.sha256, source.sha256, "the download differs from the source");
+    let jumbo = 8900..=8972;
+    let client: Vec<usize> = bed.client.board.snapshot().sessions[0].paths.iter().map(|p| p.mtu).collect();
+    let server: Vec<usize> = bed.server.board.snapshot().sessions[0].paths.iter().map(|p| p.mtu).collect();
+    assert!(client.iter().all(|m| jumbo.contains(m)), "client paths' MTUs: {client:?}");
+    assert!(server.iter().all(|m| jumbo.contains(m)), "server paths' MTUs: {server:?}");
+}
+
 /// Seed 003's offloading-ACK in the daemon: on a download over two links with
 /// `ack_path = secondary`, the client (the receiver) sends the primary path's ACKs on the
 /// secondary, and its status document and `/metrics` count them per session.

@@ -76,6 +76,9 @@ impl Path {
             if let Some(mtu) = self.pmtu.on_acked(now, p.size as usize, p.mtu_probe) {
                 self.mtu = mtu;
             }
+            if p.frames.iter().any(|f| matches!(f, SentFrame::Stream { .. })) {
+                self.pmtu.on_stream_packet(p.size as usize, self.mtu);
+            }
             if p.mtu_probe {
                 continue;
             }

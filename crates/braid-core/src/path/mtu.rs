@@ -17,7 +17,9 @@
 //! outgoing interface". It starts at the starting size and rises ([`MtuDiscovery::raise_ceiling`])
 //! to what the driver reads from the local interface (the client: 1472 on Ethernet, 8972 on
 //! a jumbo-frame LAN, 65,000 on loopback) or to the largest datagram the path has delivered
-//! to us (the server, which learns it from the client's probes). A raised ceiling is probed
+//! to us (the server, which learns it from the client's probes). The search up starts once
+//! the path has delivered a full-size packet of stream data: bulk transfer is what larger
+//! datagrams make cheaper, and an idle path keeps small buffers. A raised ceiling is probed
 //! first, as it is: a LAN that carries its interface MTU end to end takes one probe, as a
 //! TCP sender's MSS follows its interface MTU; a smaller hop costs [`PROBE_TRIES`] losses
 //! and then the binary search. Fewer, larger datagrams are what makes bulk transfer cheap
@@ -47,6 +49,9 @@ pub struct MtuDiscovery {
     ceiling: usize,
     /// Largest UDP payload this path has delivered (acknowledged); 0 before any.
     delivered: usize,
+    /// The path carried a full-size packet of stream data, one way or the other: a raised
+    /// ceiling's search waits for it (see [`MtuDiscovery::on_stream_packet`]).
+    loaded: bool,
     /// Consecutive losses of packets larger than `delivered`.
     big_losses: u32,
     search: Option<Search>,
@@ -81,6 +86,7 @@ impl MtuDiscovery {
         MtuDiscovery {
             ceiling: max,
             delivered: 0,
+            loaded: false,
             big_losses: 0,
             search: None,
             settled: None,
@@ -97,7 +103,7 @@ impl MtuDiscovery {
     /// The path may carry up to `ceiling` bytes (the local interface's limit, or a datagram
     /// of that size arrived on it; at most [`MAX_CEILING`]). A higher ceiling starts a
     /// search up from `current`, the path's MTU, that probes the ceiling first — once the
-    /// path has delivered a packet of `current` bytes. A search under way (after a black
+    /// path has delivered a packet of stream data of `current` bytes. A search under way (after a black
     /// hole) keeps its course and is tried again later.
     pub fn raise_ceiling(&mut self, ceiling: usize, current: usize) {
         let ceiling = ceiling.min(MAX_CEILING);
@@ -112,9 +118,25 @@ impl MtuDiscovery {
         }
     }
 
-    /// Starts the search a raised ceiling waits for, once its size has been delivered.
+    /// A packet of `size` bytes that carried stream data was acknowledged, or arrived, while
+    /// the path's MTU was `mtu`. A raised ceiling's search starts once such a packet was full
+    /// size, either way, and the path has delivered its starting size (a path that cannot
+    /// has a black hole to find first): the path carries bulk data, which is what larger
+    /// datagrams make cheaper. An idle path (keepalives, packet-pair probes) keeps its size,
+    /// and its driver's buffers stay small: 1,000 idle sessions on loopback took 150–181 MB
+    /// with the search started by any full-size packet, against 50 MB without it.
+    pub fn on_stream_packet(&mut self, size: usize, mtu: usize) {
+        if !self.loaded && size >= mtu {
+            self.loaded = true;
+            self.start_raise();
+        }
+    }
+
+    /// Starts the search a raised ceiling waits for, once the path is loaded and has
+    /// delivered the size it starts from.
     fn start_raise(&mut self) {
-        if let Some(lo) = self.raise_from.filter(|lo| self.delivered >= *lo && self.search.is_none()) {
+        let ready = |lo: &usize| self.loaded && self.delivered >= *lo && self.search.is_none();
+        if let Some(lo) = self.raise_from.filter(ready) {
             self.raise_from = None;
             self.search =
                 Some(Search { lo, hi: self.ceiling, tries: 0, outstanding: false, top_first: true });
@@ -263,6 +285,10 @@ mod tests {
         assert_eq!(m.ceiling(), MAX_CEILING);
         assert_eq!(m.probe_due(T0), None, "not before the starting size is delivered");
         m.on_acked(T0, 1452, false);
+        assert_eq!(m.probe_due(T0), None, "nor for a full-size packet without data (a pair probe)");
+        m.on_stream_packet(1400, 1452);
+        assert_eq!(m.probe_due(T0), None, "nor for a short one with data");
+        m.on_stream_packet(1452, 1452);
         assert_eq!(m.probe_due(T0), Some(MAX_CEILING), "the ceiling first");
         m.on_probe_sent();
         assert_eq!(m.on_acked(T0, MAX_CEILING, true), Some(MAX_CEILING));
@@ -275,6 +301,7 @@ mod tests {
         // A jumbo-frame interface (8972 bytes of UDP payload) behind a 1500-byte hop.
         let mut m = MtuDiscovery::new(1452);
         m.on_acked(T0, 1452, false);
+        m.on_stream_packet(1452, 1452);
         m.raise_ceiling(8972, 1452);
         let limit = 1472;
         let (mut mtu, mut probes) = (1452, 0);
@@ -297,10 +324,12 @@ mod tests {
 
     #[test]
     fn a_black_hole_under_a_raised_ceiling_is_found_first() {
-        // A 1400-byte hop on a jumbo-frame interface: the starting size never arrives.
+        // A 1400-byte hop on a jumbo-frame interface: the starting size never arrives, while
+        // a download's full-size data comes the other way.
         let mut m = MtuDiscovery::new(1452);
         m.raise_ceiling(8972, 1452);
         m.on_acked(T0, 80, false);
+        m.on_stream_packet(1452, 1452);
         assert_eq!(m.probe_due(T0), None, "no search up from a size never delivered");
         for _ in 0..BLACK_HOLE_LOSSES {
             m.on_lost(T0, 1452, false, 1452);

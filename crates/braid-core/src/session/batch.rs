@@ -15,10 +15,18 @@ use super::Session;
 use crate::path::PathId;
 use crate::time::Timestamp;
 use std::net::SocketAddr;
+use std::time::Duration;
 
 /// Most bytes one batch holds: a segmented send is one UDP datagram to the kernel, whose
 /// payload stays under 65,535 bytes less the IP and UDP headers.
 pub const MAX_BATCH_BYTES: usize = 64_000;
+/// Buffers that grew beyond this many bytes are given back once no batch has needed that
+/// much for [`KEEP_LARGE`]: a path whose MTU search reached 65,000 bytes (loopback) grows them
+/// with one probe, and 1,000 idle sessions kept 130 MB of them.
+const TRIM_ABOVE: usize = 16 * 1024;
+/// How long large buffers are kept after the last batch that needed them (a busy session
+/// reuses them round after round: no allocation per batch).
+const KEEP_LARGE: Duration = Duration::from_secs(1);
 
 /// Where a batch goes and how it is cut.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,13 +71,15 @@ impl Open {
 
 /// The caller's buffers for [`Session::poll_transmit_batch`], kept between calls (no
 /// allocation per batch once warm): the batch handed out last, the open batches, and the
-/// datagram being built.
+/// datagram being built. Large buffers are given back when unused for a while.
 #[derive(Debug, Default)]
 pub struct TransmitBatch {
     contents: Vec<u8>,
     open: Vec<Open>,
     spare: Vec<Vec<u8>>,
     scratch: Vec<u8>,
+    /// When a batch last needed more than [`TRIM_ABOVE`] bytes.
+    last_large: Option<Timestamp>,
 }
 
 impl TransmitBatch {
@@ -86,6 +96,35 @@ impl TransmitBatch {
     /// Whether datagrams wait in open batches (handed out by the next calls).
     pub fn is_holding(&self) -> bool {
         !self.open.is_empty()
+    }
+
+    /// Bytes held in buffers (their capacity).
+    #[cfg(test)]
+    fn held_bytes(&self) -> usize {
+        self.contents.capacity()
+            + self.scratch.capacity()
+            + self.spare.iter().chain(self.open.iter().map(|o| &o.contents)).map(Vec::capacity).sum::<usize>()
+    }
+
+    /// A batch of `len` bytes was handed out at `now`.
+    fn used(&mut self, now: Timestamp, len: usize) {
+        if len > TRIM_ABOVE {
+            self.last_large = Some(now);
+        }
+    }
+
+    /// Nothing is open: gives back the buffers over [`TRIM_ABOVE`] once no batch has needed
+    /// them for [`KEEP_LARGE`].
+    fn trim(&mut self, now: Timestamp) {
+        if self.last_large.is_some_and(|t| now - t < KEEP_LARGE) {
+            return;
+        }
+        for b in std::iter::once(&mut self.contents).chain(Some(&mut self.scratch)).chain(&mut self.spare) {
+            if b.capacity() > TRIM_ABOVE {
+                *b = Vec::new();
+            }
+        }
+        self.spare.retain(|b| b.capacity() > 0);
     }
 
     /// Hands out open batch `i`: its datagrams become [`TransmitBatch::contents`].
@@ -155,13 +194,17 @@ impl Session {
     ) -> Option<Batch> {
         while let Some(t) = self.poll_transmit(now, &mut out.scratch) {
             if let Some(b) = out.gather(t, max_datagrams) {
+                out.used(now, out.contents.len());
                 return Some(b);
             }
         }
         if out.open.is_empty() {
+            out.trim(now);
             None
         } else {
-            Some(out.hand_out(0))
+            let b = out.hand_out(0);
+            out.used(now, out.contents.len());
+            Some(b)
         }
     }
 }
@@ -195,5 +238,24 @@ mod tests {
         assert_eq!(out.gather(t, 10), None, "data after the probes gathers again");
         assert_eq!(out.open.len(), 1);
         assert_eq!(out.open[0].batch.count, 2);
+    }
+
+    #[test]
+    fn large_buffers_are_given_back_a_second_after_their_last_use() {
+        let mut out = TransmitBatch::new();
+        let t0 = Timestamp::from_nanos(1_000_000_000);
+        let t = datagram(&mut out, 0, 65_000, true);
+        assert_eq!(out.gather(t, 10).map(|b| b.count), Some(1));
+        out.used(t0, out.contents.len());
+        assert!(out.held_bytes() >= 2 * 65_000);
+        out.trim(t0 + Duration::from_millis(500));
+        assert!(out.held_bytes() >= 2 * 65_000, "kept while in use");
+        out.trim(t0 + KEEP_LARGE);
+        assert_eq!(out.held_bytes(), 0, "given back once unused");
+        // Small buffers stay: a session sending ACKs does not allocate each round.
+        let t = datagram(&mut out, 0, 1200, true);
+        out.gather(t, 10);
+        out.trim(t0 + 3 * KEEP_LARGE);
+        assert!(out.held_bytes() >= 2 * 1200);
     }
 }

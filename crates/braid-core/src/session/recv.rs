@@ -294,7 +294,7 @@ impl Session {
         self.stats.packets_received += 1;
         let mut ack_eliciting = false;
         // A packet of PING and PADDING only is a packet-pair probe: acknowledged at once.
-        let (mut pings, mut padded, mut other) = (false, false, false);
+        let (mut pings, mut padded, mut other, mut stream) = (false, false, false, false);
         for frame in Frames::new(&payload) {
             match frame {
                 Ok(f) => {
@@ -302,6 +302,7 @@ impl Session {
                     match f {
                         crate::wire::Frame::Ping => pings = true,
                         crate::wire::Frame::Padding(_) => padded = true,
+                        crate::wire::Frame::Stream { .. } => (other, stream) = (true, true),
                         _ => other = true,
                     }
                     self.on_frame(now, h.path_id, remote, f, &payload);
@@ -319,6 +320,11 @@ impl Session {
         if let Some(path) = self.path_mut(h.path_id) {
             path.received.on_packet(now, pn, ack_eliciting, mad);
             let size = (DATA_HEADER_LEN + len + wire::TAG_LEN) as u64;
+            if stream {
+                // Bulk data arriving loads the path for its MTU search (`path::mtu`).
+                let mtu = path.mtu;
+                path.pmtu.on_stream_packet(size as usize, mtu);
+            }
             path.report_verdict |= path.arrivals.on_packet(now, pn, size).is_some();
             if pings && padded && !other {
                 path.received.on_probe(now, pn);
