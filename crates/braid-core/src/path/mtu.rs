@@ -18,8 +18,9 @@
 //! to what the driver reads from the local interface (the client: 1472 on Ethernet, 8972 on
 //! a jumbo-frame LAN, 65,000 on loopback) or to the largest datagram the path has delivered
 //! to us (the server, which learns it from the client's probes). The search up starts once
-//! the path has delivered a full-size packet of stream data: bulk transfer is what larger
-//! datagrams make cheaper, and an idle path keeps small buffers. A raised ceiling is probed
+//! the path carries bulk data (a full-size packet of stream data acknowledged or arrived)
+//! and has delivered its starting size: bulk transfer is what larger datagrams make cheaper,
+//! and an idle path keeps small buffers. A raised ceiling is probed
 //! first, as it is: a LAN that carries its interface MTU end to end takes one probe, as a
 //! TCP sender's MSS follows its interface MTU; a smaller hop costs [`PROBE_TRIES`] losses
 //! and then the binary search. Fewer, larger datagrams are what makes bulk transfer cheap
@@ -55,11 +56,11 @@ pub struct MtuDiscovery {
     /// Consecutive losses of packets larger than `delivered`.
     big_losses: u32,
     search: Option<Search>,
-    /// A search ended below the maximum at this size; searched again at `raise_at`.
+    /// A search ended below the ceiling at this size; searched again at that time.
     settled: Option<(usize, Timestamp)>,
-    /// A raised ceiling waits for the path to deliver a packet of this size (its MTU when
-    /// the ceiling rose) before the search starts from it: a path that cannot carry even its
-    /// starting size has a black hole to find first.
+    /// A raised ceiling's search starts from this size (the path's MTU when the ceiling rose)
+    /// once the path is `loaded` and has delivered a packet this large: a path that cannot
+    /// carry even its starting size has a black hole to find first.
     raise_from: Option<usize>,
     /// Black holes detected.
     pub black_holes: u32,
@@ -102,9 +103,9 @@ impl MtuDiscovery {
 
     /// The path may carry up to `ceiling` bytes (the local interface's limit, or a datagram
     /// of that size arrived on it; at most [`MAX_CEILING`]). A higher ceiling starts a
-    /// search up from `current`, the path's MTU, that probes the ceiling first — once the
-    /// path has delivered a packet of stream data of `current` bytes. A search under way (after a black
-    /// hole) keeps its course and is tried again later.
+    /// search up from `current`, the path's MTU, that probes the ceiling first, once the
+    /// path carries bulk data ([`MtuDiscovery::on_stream_packet`]). A search under way
+    /// (after a black hole) keeps its course and is tried again later.
     pub fn raise_ceiling(&mut self, ceiling: usize, current: usize) {
         let ceiling = ceiling.min(MAX_CEILING);
         if ceiling <= self.ceiling {
@@ -155,7 +156,7 @@ impl MtuDiscovery {
         Some(if s.top_first { s.hi } else { (s.lo + s.hi).div_ceil(2) })
     }
 
-    /// Ends the search if it has converged; a size below the maximum is searched again later.
+    /// Ends the search if it has converged; a size below the ceiling is searched again later.
     fn end_search_if_done(&mut self, now: Timestamp) {
         if let Some(s) = self.search.as_ref().filter(|s| s.hi < s.lo + SEARCH_STEP) {
             if s.lo < self.ceiling {
