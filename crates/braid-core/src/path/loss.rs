@@ -77,7 +77,7 @@ impl Path {
                 self.mtu = mtu;
             }
             if p.frames.iter().any(|f| matches!(f, SentFrame::Stream { .. })) {
-                self.pmtu.on_stream_packet(p.size as usize, self.mtu);
+                self.on_stream_packet(p.size as usize);
             }
             if p.mtu_probe {
                 continue;

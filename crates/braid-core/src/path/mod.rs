@@ -355,6 +355,19 @@ impl Path {
         self.cc.set_latency_bound(on);
     }
 
+    /// The path may carry datagrams of up to `bytes` (its interface's limit, or one that
+    /// large arrived on it), within `most`: its MTU search may rise to that
+    /// ([`mtu::MtuDiscovery::raise_ceiling`]).
+    pub fn raise_mtu_ceiling(&mut self, bytes: usize, most: usize) {
+        self.pmtu.raise_ceiling(bytes.min(most), self.mtu);
+    }
+
+    /// A packet of `size` bytes carrying stream data was acknowledged or arrived: the path
+    /// carries bulk data ([`mtu::MtuDiscovery::on_stream_packet`]).
+    pub fn on_stream_packet(&mut self, size: usize) {
+        self.pmtu.on_stream_packet(size, self.mtu);
+    }
+
     /// The congestion window, in bytes.
     pub fn window(&self) -> u64 {
         self.cc.window()

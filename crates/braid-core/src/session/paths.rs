@@ -69,9 +69,7 @@ impl Session {
     /// searches up to it, within [`crate::SessionConfig::mtu_ceiling`] (`path::mtu`).
     pub fn set_path_mtu_ceiling(&mut self, id: PathId, bytes: usize) -> Result<(), PathError> {
         let most = self.config.mtu_ceiling;
-        let p = self.path_mut(id).ok_or(PathError::Unknown)?;
-        let mtu = p.mtu;
-        p.pmtu.raise_ceiling(bytes.min(most), mtu);
+        self.path_mut(id).ok_or(PathError::Unknown)?.raise_mtu_ceiling(bytes, most);
         Ok(())
     }
 

@@ -268,8 +268,7 @@ impl Session {
         if data_len as usize > path.pmtu.ceiling() {
             // The path carried a datagram this large to us (the client's MTU probes): search
             // up to it (`path::mtu`).
-            let mtu = path.mtu;
-            path.pmtu.raise_ceiling((data_len as usize).min(ceiling), mtu);
+            path.raise_mtu_ceiling(data_len as usize, ceiling);
         }
         if path.local.is_none() {
             path.local = local;
@@ -322,8 +321,7 @@ impl Session {
             let size = (DATA_HEADER_LEN + len + wire::TAG_LEN) as u64;
             if stream {
                 // Bulk data arriving loads the path for its MTU search (`path::mtu`).
-                let mtu = path.mtu;
-                path.pmtu.on_stream_packet(size as usize, mtu);
+                path.on_stream_packet(size as usize);
             }
             path.report_verdict |= path.arrivals.on_packet(now, pn, size).is_some();
             if pings && padded && !other {
