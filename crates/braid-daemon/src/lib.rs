@@ -30,6 +30,7 @@ pub mod reorder;
 pub mod server;
 pub mod server_role;
 pub mod server_udp;
+pub mod shards;
 pub mod share;
 pub mod splice;
 pub mod status;

@@ -1,10 +1,10 @@
-//! The server's receive loops beyond the first (issue 13: sessions over cores). The server
-//! binds one UDP socket per core with `SO_REUSEPORT` ([`UdpLink::bind_group`]); the kernel
-//! spreads packets over them by a hash of their addresses, so each path's packets reach one
-//! socket, in order. Each extra socket has a loop of its own, on whichever core the runtime
-//! gives it: it hands the data packets of sessions the server runs straight to their drivers
-//! (the [`Routes`] table), and everything else — handshakes, packets of unknown sessions —
-//! to the endpoint loop, which alone owns the endpoint's state.
+//! The server's receive loops (issue 13: sessions over cores). The server binds one UDP
+//! socket per core with `SO_REUSEPORT` ([`UdpLink::bind_group`]); the kernel spreads packets
+//! over them by a hash of their addresses, so each path's packets reach one socket, in order.
+//! Each socket has a loop of its own, on a shard of its own ([`crate::shards`]): it hands the
+//! data packets of sessions the server runs straight to their drivers (the [`Routes`]
+//! table), and everything else — handshakes, packets of unknown sessions — to the endpoint
+//! loop, which alone owns the endpoint's state.
 
 use crate::udp::{Incoming, Receiver, UdpLink};
 use braid_core::endpoint::session_of;

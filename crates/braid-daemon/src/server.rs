@@ -1,6 +1,6 @@
 //! `braid server`: UDP sockets on one port (one per core, `SO_REUSEPORT`: see
-//! [`crate::receive_shard`]), the endpoint that admits clients, and one driver task per
-//! session.
+//! [`crate::receive_shard`]), each read on a shard of its own ([`crate::shards`]), the
+//! endpoint that admits clients, and one driver task per session, on a shard.
 
 use crate::bridge::AppMsg;
 use crate::config::ServerSettings;
@@ -8,6 +8,7 @@ use crate::driver::{Driver, Wiring};
 use crate::error::Failure;
 use crate::receive_shard::{self, Routes, UNROUTED_QUEUE};
 use crate::server_role::ServerRole;
+use crate::shards::Shards;
 use crate::status::{self, StatusBoard};
 use crate::udp::{canonical, Incoming, UdpLink};
 use braid_core::{DatagramEvent, Endpoint, HandshakeJob, HandshakeOutcome, Session, SessionId, Timestamp};
@@ -85,8 +86,17 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 
 /// Starts a server.
 pub async fn start_server(settings: ServerSettings) -> Result<ServerHandle, Failure> {
-    let links = UdpLink::bind_group(settings.listen, settings.receive_socket_count())
+    let shards = Shards::start(settings.receive_socket_count())
+        .map_err(|e| Failure::Other(format!("cannot start the server's threads: {e}")))?;
+    let links = UdpLink::bind_group(settings.listen, shards.handles())
         .map_err(|e| Failure::bind("listen", settings.listen, &e))?;
+    if links.len() > 1 {
+        if let Err(e) = crate::udp::steer_by_session(&links) {
+            // The kernel's hash then spreads the paths: a session's datagrams may reach
+            // another shard's socket and be handed over to its own.
+            tracing::warn!(error = %e, "cannot steer datagrams to their session's socket");
+        }
+    }
     let board = StatusBoard::new("server");
     let mut tasks = Vec::new();
     let status_addr = match settings.status {
@@ -108,7 +118,7 @@ pub async fn start_server(settings: ServerSettings) -> Result<ServerHandle, Fail
     let addr = links[0].local;
     tracing::info!(%addr, clients = settings.clients.len(), sockets = links.len(), "server listening");
     let (shutdown_tx, shutdown_rx) = oneshot::channel();
-    let server = EndpointLoop::new(links, Arc::new(settings), board.clone());
+    let server = EndpointLoop::new(links, shards, Arc::new(settings), board.clone());
     let endpoint = Some(tokio::spawn(EndpointLoop::run(server, endpoint, shutdown_rx)));
     Ok(ServerHandle { addr, status_addr, board, tasks, endpoint, shutdown: Some(shutdown_tx) })
 }
@@ -120,19 +130,20 @@ struct Live {
     from: SocketAddr,
 }
 
-/// The endpoint's task: routes datagrams to sessions, hands handshakes to the handshake
-/// worker (a thread of its own, so the public-key work of a flood of handshakes never delays
-/// the data packets of established sessions), starts a driver per admitted session.
+/// The endpoint's task: judges what the receive loops could not route, hands handshakes to
+/// the handshake worker (a thread of its own, so the public-key work of a flood of
+/// handshakes never delays the data packets of established sessions), starts a driver per
+/// admitted session.
 struct EndpointLoop {
-    /// Every socket of the port: the endpoint loop receives on the first and answers from
-    /// it; sessions send from them in turn.
+    /// Every socket of the port: the endpoint loop answers from the first; sessions send
+    /// from them in turn.
     links: Vec<UdpLink>,
     /// Each socket's receive counters.
     counters: Vec<Arc<receive_shard::Counters>>,
     /// Running sessions' inboxes, for every receive loop.
     routes: Routes,
-    /// The other sockets' receive loops: end with this loop.
-    shards: JoinSet<SocketAddr>,
+    /// The sockets' receive loops, socket N on shard N: end with this loop.
+    receivers: JoinSet<SocketAddr>,
     settings: Arc<ServerSettings>,
     board: StatusBoard,
     policy: Arc<crate::egress::EgressPolicy>,
@@ -145,8 +156,9 @@ struct EndpointLoop {
     /// When the endpoint's counters were last published (at most every 100 ms: under a flood
     /// every datagram may come in a batch of its own).
     published: Option<Instant>,
-    /// Sessions started so far.
-    started: usize,
+    /// Where the receive loops and the drivers run; declared last, so that the tasks above
+    /// are aborted before their shards stop.
+    shards: Shards,
 }
 
 static WORKER_GONE: crate::ratelog::RateLimited = crate::ratelog::RateLimited::new(Duration::from_secs(10));
@@ -175,6 +187,7 @@ fn handshake_worker(
 impl EndpointLoop {
     fn new(
         links: Vec<UdpLink>,
+        shards: Shards,
         settings: Arc<ServerSettings>,
         board: StatusBoard,
     ) -> (Self, EndpointChannels) {
@@ -182,9 +195,10 @@ impl EndpointLoop {
         let (unrouted_tx, unrouted_rx) = mpsc::channel(UNROUTED_QUEUE);
         let routes = Routes::default();
         let counters: Vec<Arc<receive_shard::Counters>> = links.iter().map(|_| Arc::default()).collect();
-        let mut shards = JoinSet::new();
-        for (link, c) in links.iter().zip(&counters).skip(1) {
-            shards.spawn(receive_shard::run(link.clone(), routes.clone(), unrouted_tx.clone(), c.clone()));
+        let mut receivers = JoinSet::new();
+        for (k, (link, c)) in links.iter().zip(&counters).enumerate() {
+            let receive = receive_shard::run(link.clone(), routes.clone(), unrouted_tx.clone(), c.clone());
+            receivers.spawn_on(receive, shards.handle(k));
         }
         let (jobs, jobs_rx) = mpsc::channel(braid_core::endpoint::MAX_IN_PROGRESS);
         let (done_tx, done_rx) = mpsc::unbounded_channel();
@@ -199,7 +213,7 @@ impl EndpointLoop {
             links,
             counters,
             routes,
-            shards,
+            receivers,
             settings,
             board,
             policy,
@@ -209,7 +223,7 @@ impl EndpointLoop {
             ended_tx,
             jobs,
             published: None,
-            started: 0,
+            shards,
         };
         (me, EndpointChannels { ended_rx, done_rx, unrouted_rx })
     }
@@ -218,7 +232,7 @@ impl EndpointLoop {
 struct EndpointChannels {
     ended_rx: mpsc::UnboundedReceiver<SessionId>,
     done_rx: mpsc::UnboundedReceiver<HandshakeOutcome>,
-    /// What the other sockets' receive loops could not route.
+    /// What the receive loops could not route.
     unrouted_rx: mpsc::Receiver<Vec<Incoming>>,
 }
 
@@ -228,22 +242,13 @@ impl EndpointLoop {
         mut endpoint: Endpoint,
         mut shutdown: oneshot::Receiver<()>,
     ) -> Result<(), Failure> {
-        let mut receiver = crate::udp::Receiver::new(&me.links[0]);
         let mut tick = tokio::time::interval(Duration::from_millis(500));
         loop {
             tokio::select! {
                 _ = tick.tick() => me.publish(&endpoint),
-                batch = receiver.next(&me.links[0]) => {
-                    let Some(batch) = batch else {
-                        return Err(Failure::Other(format!("the UDP socket on {} failed", me.links[0].local)));
-                    };
-                    me.counters[0].received.fetch_add(batch.len() as u64, Ordering::Relaxed);
-                    let rest = receive_shard::route(&me.routes, batch);
-                    me.on_unrouted(&mut endpoint, rest).await;
-                }
                 Some(rest) = ch.unrouted_rx.recv() => me.on_unrouted(&mut endpoint, rest).await,
-                Some(shard) = me.shards.join_next() => {
-                    let addr = shard.map_err(|e| Failure::Other(format!("a receive loop failed: {e}")))?;
+                Some(receiver) = me.receivers.join_next() => {
+                    let addr = receiver.map_err(|e| Failure::Other(format!("a receive loop failed: {e}")))?;
                     return Err(Failure::Other(format!("a UDP socket on {addr} failed")));
                 }
                 Some(outcome) = ch.done_rx.recv() => {
@@ -359,15 +364,17 @@ impl EndpointLoop {
         let wiring = Wiring { inbox: Some(inbox), app_rx, app_tx: app_tx.clone(), links_rx: None };
         let mut driver =
             Driver::new(session, role, self.epoch, wiring, Some(self.board.clone()), client.name.clone());
-        // Sessions send from the port's sockets in turn, so no one socket's lock is shared by
-        // every driver.
-        driver.set_default_socket(self.links[self.started % self.links.len()].clone());
-        self.started += 1;
+        // A session runs on the shard whose socket receives its datagrams
+        // (`udp::steer_by_session`) and sends from that socket: sessions spread over the
+        // sockets, so no one socket's lock is shared by every driver.
+        let k = crate::udp::socket_of(id, self.links.len());
+        driver.set_default_socket(self.links[k].clone());
         let ended = self.ended_tx.clone();
-        self.drivers.spawn(async move {
+        let run = async move {
             let _ = driver.run().await;
             let _ = ended.send(id);
-        });
+        };
+        self.drivers.spawn_on(run, self.shards.handle(k));
         self.routes.write().unwrap_or_else(|e| e.into_inner()).insert(id, inbox_tx);
         self.sessions.insert(id, Live { app: app_tx, from });
     }

@@ -55,19 +55,28 @@ impl UdpLink {
         Self::bind_with(addr, device, false)
     }
 
-    /// Binds `n` sockets to `addr` with `SO_REUSEPORT`, so that the kernel spreads what
+    /// Binds `runtimes.len()` sockets to `addr` with `SO_REUSEPORT`, so that the kernel spreads what
     /// arrives over them by a hash of each packet's addresses and ports: one path's packets
     /// always reach the same socket, in order. The address is first bound alone, so a port
     /// another process holds — with `SO_REUSEPORT` too — is refused rather than shared;
     /// port 0 becomes one free port for all `n`.
-    pub fn bind_group(addr: SocketAddr, n: usize) -> io::Result<Vec<UdpLink>> {
-        let first = Self::bind(addr, None)?;
-        if n <= 1 {
+    ///
+    /// One socket per runtime of `runtimes`: socket N is registered with runtime N, whose
+    /// thread then learns of its readiness (a server's shard, `crate::shards`) — a socket
+    /// registered elsewhere would wake that shard from another thread at every batch.
+    pub fn bind_group(addr: SocketAddr, runtimes: &[tokio::runtime::Handle]) -> io::Result<Vec<UdpLink>> {
+        let bind = |rt: &tokio::runtime::Handle, addr, reuse_port| {
+            let _in = rt.enter();
+            Self::bind_with(addr, None, reuse_port)
+        };
+        let Some(rt0) = runtimes.first() else { return Ok(Vec::new()) };
+        let first = bind(rt0, addr, false)?;
+        if runtimes.len() == 1 {
             return Ok(vec![first]);
         }
         let addr = first.local;
         drop(first);
-        (0..n).map(|_| Self::bind_with(addr, None, true)).collect()
+        runtimes.iter().map(|rt| bind(rt, addr, true)).collect()
     }
 
     fn bind_with(addr: SocketAddr, device: Option<&str>, reuse_port: bool) -> io::Result<UdpLink> {
@@ -239,6 +248,63 @@ impl Receiver {
     }
 }
 
+/// The socket of an `n`-socket group that [`steer_by_session`] gives `session`'s datagrams,
+/// and so the shard its driver runs on (`crate::shards`): the random high half of the id
+/// (`braid_core::crypto::reset`), modulo `n`.
+pub fn socket_of(session: braid_core::SessionId, n: usize) -> usize {
+    ((session.0 >> 32) as u32 % n.max(1) as u32) as usize
+}
+
+/// Steers what arrives on a `SO_REUSEPORT` group ([`UdpLink::bind_group`], in its order) by
+/// session, not by the kernel's hash of addresses: a classic BPF program
+/// (`SO_ATTACH_REUSEPORT_CBPF`, socket(7)) picks socket [`socket_of`] for each datagram, from
+/// the session id at [`braid_core::wire::SESSION_ID_OFFSET`]. Every path of a session then
+/// reaches the one socket whose shard runs the session: no packet is handed to another
+/// thread. What is not a DATA packet lands on some socket of the group, whose loop hands it
+/// to the endpoint as before; one too short for the id lands on the first.
+#[cfg(all(
+    target_os = "linux",
+    not(any(target_arch = "mips", target_arch = "mips64", target_arch = "sparc64"))
+))]
+pub fn steer_by_session(group: &[UdpLink]) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    /// socket(7); asm-generic's number (mips and sparc have their own).
+    const SO_ATTACH_REUSEPORT_CBPF: libc::c_int = 51;
+    let Some(first) = group.first().filter(|_| group.len() > 1) else { return Ok(()) };
+    let op = |code: u32, k: u32| libc::sock_filter { code: code as u16, jt: 0, jf: 0, k };
+    let program = [
+        // A = the 32-bit big-endian word at the id's offset in the UDP payload: its high half.
+        op(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, braid_core::wire::SESSION_ID_OFFSET as u32),
+        op(libc::BPF_ALU | libc::BPF_MOD | libc::BPF_K, group.len() as u32),
+        op(libc::BPF_RET | libc::BPF_A, 0),
+    ];
+    let prog = libc::sock_fprog { len: program.len() as u16, filter: program.as_ptr().cast_mut() };
+    // SAFETY: `prog` points at `program`, both alive for the call; the kernel copies them.
+    let rc = unsafe {
+        libc::setsockopt(
+            first.socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            SO_ATTACH_REUSEPORT_CBPF,
+            (&raw const prog).cast(),
+            std::mem::size_of::<libc::sock_fprog>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Elsewhere the kernel's hash spreads a group's datagrams.
+#[cfg(not(all(
+    target_os = "linux",
+    not(any(target_arch = "mips", target_arch = "mips64", target_arch = "sparc64"))
+)))]
+pub fn steer_by_session(_group: &[UdpLink]) -> io::Result<()> {
+    Err(io::ErrorKind::Unsupported.into())
+}
+
 /// Normalises an IPv4-mapped IPv6 address to IPv4 (dual-stack sockets report v4 peers so).
 pub fn canonical(addr: SocketAddr) -> SocketAddr {
     match addr {
@@ -284,6 +350,11 @@ fn route_mtu(_: &Socket, _: bool) -> Option<usize> {
 mod tests {
     use super::*;
 
+    /// `n` times the test's own runtime.
+    fn here(n: usize) -> Vec<tokio::runtime::Handle> {
+        vec![tokio::runtime::Handle::current(); n]
+    }
+
     #[tokio::test]
     async fn the_interface_mtu_toward_a_peer_is_read_less_the_headers() {
         let link = UdpLink::bind("127.0.0.1:0".parse().unwrap(), None).unwrap();
@@ -295,24 +366,55 @@ mod tests {
 
     #[tokio::test]
     async fn a_group_shares_one_port_and_a_second_group_is_refused_it() {
-        let group = UdpLink::bind_group("127.0.0.1:0".parse().unwrap(), 3).unwrap();
+        let group = UdpLink::bind_group("127.0.0.1:0".parse().unwrap(), &here(3)).unwrap();
         assert_eq!(group.len(), 3);
         let port = group[0].local.port();
         assert_ne!(port, 0);
         assert!(group.iter().all(|l| l.local == group[0].local), "one address for all");
         // Another server (or a second `braid server` by mistake) must not join the group and
         // take a share of its packets.
-        let err = UdpLink::bind_group(group[0].local, 2).err().expect("the port is taken");
+        let err = UdpLink::bind_group(group[0].local, &here(2)).err().expect("the port is taken");
         assert_eq!(err.kind(), io::ErrorKind::AddrInUse);
         assert_eq!(
-            UdpLink::bind_group(group[0].local, 1).err().map(|e| e.kind()),
+            UdpLink::bind_group(group[0].local, &here(1)).err().map(|e| e.kind()),
             Some(io::ErrorKind::AddrInUse)
         );
     }
 
     #[tokio::test]
+    async fn a_steered_group_gives_each_session_its_socket_whatever_the_sender() {
+        use braid_core::wire::{DataHeader, DATA_HEADER_LEN};
+        let group = UdpLink::bind_group("127.0.0.1:0".parse().unwrap(), &here(3)).unwrap();
+        steer_by_session(&group).unwrap();
+        // One sender, one 4-tuple: the kernel's hash alone would put everything on one socket.
+        let sender = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let ids: Vec<u64> = (0..12u64).map(|i| (i * 0x9e37_79b9 + 5) << 32 | 0x1234_5678).collect();
+        for &id in &ids {
+            let mut d = [0u8; DATA_HEADER_LEN + 20];
+            DataHeader { session_id: braid_core::SessionId(id), path_id: 0, truncated_pn: 1, key_phase: 0 }
+                .write(&mut d);
+            sender.send_to(&d, group[0].local).unwrap();
+        }
+        let mut got = vec![Vec::new(); 3];
+        for (k, link) in group.iter().enumerate() {
+            let mut buf = [0u8; 64];
+            while let Ok(Ok(n)) =
+                tokio::time::timeout(std::time::Duration::from_millis(200), link.socket.recv(&mut buf)).await
+            {
+                got[k].push(braid_core::endpoint::session_of(&buf[..n]).unwrap().0);
+            }
+        }
+        for (k, ids_k) in got.iter().enumerate() {
+            let want: Vec<u64> =
+                ids.iter().copied().filter(|&id| socket_of(braid_core::SessionId(id), 3) == k).collect();
+            assert_eq!(ids_k, &want, "socket {k}");
+        }
+        assert!(got.iter().all(|g| !g.is_empty()), "the ids spread over all three: {got:?}");
+    }
+
+    #[tokio::test]
     async fn one_socket_is_bound_without_reuse_port() {
-        let one = UdpLink::bind_group("127.0.0.1:0".parse().unwrap(), 1).unwrap();
+        let one = UdpLink::bind_group("127.0.0.1:0".parse().unwrap(), &here(1)).unwrap();
         assert_eq!(one.len(), 1);
         assert!(!socket2::SockRef::from(&*one[0].socket).reuse_port().unwrap());
     }

@@ -76,7 +76,8 @@ fn colour(terminal: bool) -> bool {
 /// The tokio runtime: `BRAID_THREADS` worker threads; 1 runs everything on the calling thread.
 /// The default is one thread for the client (its one session is one serial driver; a single
 /// thread saves the cross-thread wake-ups: bench/loopback.sh measured 5.4 vs 4.6 Gbit/s) and
-/// one per core, 2 to 8, for the server and the demo (many sessions run in parallel).
+/// for the server, whose sessions run on threads of their own (`braid_daemon::shards`: this
+/// runtime keeps the endpoint and the status API); one per core, 2 to 8, for the demo.
 fn runtime(single: bool) -> std::io::Result<tokio::runtime::Runtime> {
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(2, 8);
     let default = if single { 1 } else { cores };
@@ -114,7 +115,7 @@ fn main() -> ExitCode {
         cmd => {
             let quiet = matches!(cmd, Command::Demo(_));
             init_logging(cli.log.as_deref(), if quiet { "warn" } else { "info" });
-            let rt = match runtime(matches!(cmd, Command::Client(_))) {
+            let rt = match runtime(matches!(cmd, Command::Client(_) | Command::Server(_))) {
                 Ok(rt) => rt,
                 Err(e) => {
                     eprintln!("braid: cannot start the runtime: {e}");

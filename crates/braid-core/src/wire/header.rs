@@ -2,8 +2,9 @@
 
 use super::{
     ParseError, SessionId, COOKIE_LEN, COOKIE_NONCE_LEN, COOKIE_REPLY_LEN, DATA_HEADER_LEN,
-    HANDSHAKE_INIT_LEN, HANDSHAKE_RESP_LEN, KEY_PHASE_MASK, RESET_TOKEN_LEN, STATELESS_RESET_LEN, TAG_LEN,
-    TYPE_COOKIE_REPLY, TYPE_DATA, TYPE_HANDSHAKE_INIT, TYPE_HANDSHAKE_RESP, TYPE_STATELESS_RESET, VERSION,
+    HANDSHAKE_INIT_LEN, HANDSHAKE_RESP_LEN, KEY_PHASE_MASK, RESET_TOKEN_LEN, SESSION_ID_OFFSET,
+    STATELESS_RESET_LEN, TAG_LEN, TYPE_COOKIE_REPLY, TYPE_DATA, TYPE_HANDSHAKE_INIT, TYPE_HANDSHAKE_RESP,
+    TYPE_STATELESS_RESET, VERSION,
 };
 
 /// The clear-text header of a DATA packet.
@@ -108,7 +109,7 @@ impl DataHeader {
     /// Writes the header into the first [`DATA_HEADER_LEN`] bytes of `buf`.
     pub fn write(&self, buf: &mut [u8]) {
         buf[0] = TYPE_DATA | (self.key_phase & KEY_PHASE_MASK);
-        buf[1..9].copy_from_slice(&self.session_id.0.to_be_bytes());
+        buf[SESSION_ID_OFFSET..SESSION_ID_OFFSET + 8].copy_from_slice(&self.session_id.0.to_be_bytes());
         buf[9] = self.path_id;
         buf[10..14].copy_from_slice(&self.truncated_pn.to_be_bytes());
     }

@@ -53,6 +53,8 @@ pub const KEY_PHASE_MASK: u8 = 0x03;
 
 /// Bytes of a DATA header: type, session id, path id, truncated packet number.
 pub const DATA_HEADER_LEN: usize = 1 + 8 + 1 + 4;
+/// Where a DATA packet's session id (8 bytes, big-endian) starts: after its type byte.
+pub const SESSION_ID_OFFSET: usize = 1;
 /// Bytes of the AEAD tag that ends every DATA packet.
 pub const TAG_LEN: usize = 16;
 /// Bytes a DATA packet adds around its frames.
