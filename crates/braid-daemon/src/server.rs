@@ -135,8 +135,8 @@ struct Live {
 /// handshakes never delays the data packets of established sessions), starts a driver per
 /// admitted session.
 struct EndpointLoop {
-    /// Every socket of the port: the endpoint loop answers from the first; sessions send
-    /// from them in turn.
+    /// Every socket of the port: the endpoint loop answers from the first; each session
+    /// sends from its own shard's.
     links: Vec<UdpLink>,
     /// Each socket's receive counters.
     counters: Vec<Arc<receive_shard::Counters>>,

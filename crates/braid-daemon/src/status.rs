@@ -181,7 +181,8 @@ pub struct Status {
     #[serde(default)]
     pub handshakes_in_progress: usize,
     /// Datagrams received on each of the server's sockets (one per core, `SO_REUSEPORT`):
-    /// how evenly the kernel spreads the paths over them.
+    /// how evenly the sessions spread over them (every datagram of a session reaches one
+    /// socket, by its id: `udp::steer_by_session`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub received_per_socket: Vec<u64>,
     /// What the daemon is doing when it has no session (client: "connecting", "retrying").
