@@ -21,19 +21,30 @@ pub struct Shards {
 }
 
 impl Shards {
-    /// Starts `count` shards (at least one), threads named `braid-shard-N`.
+    /// Starts `count` shards (at least one), threads named `braid-shard-N`. Each runtime is
+    /// built on its own thread and never leaves it: one dropped inside a task (a thread that
+    /// could not be started, in a server starting up) would panic. On an error the shards
+    /// started so far stop.
     pub fn start(count: usize) -> io::Result<Shards> {
         let mut shards = Shards { handles: Vec::new(), stops: Vec::new(), threads: Vec::new() };
         for i in 0..count.max(1) {
-            let runtime = Builder::new_current_thread().enable_all().build()?;
             let (stop_tx, stop_rx) = oneshot::channel::<()>();
-            shards.handles.push(runtime.handle().clone());
-            shards.stops.push(stop_tx);
+            let (handle_tx, handle_rx) = std::sync::mpsc::channel();
             let thread = std::thread::Builder::new().name(format!("braid-shard-{i}")).spawn(move || {
+                let runtime = match Builder::new_current_thread().enable_all().build() {
+                    Ok(rt) => rt,
+                    Err(e) => return drop(handle_tx.send(Err(e))),
+                };
+                let _ = handle_tx.send(Ok(runtime.handle().clone()));
                 // Returns when told to or when the `Shards` are gone; the runtime and every
                 // task still on it are dropped here, on their own thread.
                 let _ = runtime.block_on(stop_rx);
             })?;
+            // A runtime is built in microseconds: this wait does not stall the caller.
+            let handle =
+                handle_rx.recv().map_err(|_| io::Error::other("a shard's thread ended as it started"))??;
+            shards.handles.push(handle);
+            shards.stops.push(stop_tx);
             shards.threads.push(thread);
         }
         Ok(shards)
@@ -97,6 +108,16 @@ mod tests {
         assert_eq!(seen[0].1, seen[2].1, "0 and 2 are shard 0");
         assert_eq!(seen[1].1, seen[3].1, "1 and 3 are shard 1");
         assert_ne!(seen[0].1, seen[1].1, "two shards, two threads");
+    }
+
+    #[tokio::test]
+    async fn shards_start_and_stop_inside_a_task() {
+        // As a server does: no runtime is dropped in this async context.
+        let shards = Shards::start(3).unwrap();
+        assert_eq!(shards.len(), 3);
+        let on_shard = shards.handle(2).spawn(async { 7 }).await.unwrap();
+        assert_eq!(on_shard, 7);
+        drop(shards);
     }
 
     #[test]
