@@ -90,12 +90,10 @@ pub async fn start_server(settings: ServerSettings) -> Result<ServerHandle, Fail
         .map_err(|e| Failure::Other(format!("cannot start the server's threads: {e}")))?;
     let links = UdpLink::bind_group(settings.listen, shards.handles())
         .map_err(|e| Failure::bind("listen", settings.listen, &e))?;
-    if links.len() > 1 {
-        if let Err(e) = crate::udp::steer_by_session(&links) {
-            // The kernel's hash then spreads the paths: a session's datagrams may reach
-            // another shard's socket and be handed over to its own.
-            tracing::warn!(error = %e, "cannot steer datagrams to their session's socket");
-        }
+    if let Err(e) = crate::udp::steer_by_session(&links) {
+        // The kernel's hash then spreads the paths: a session's datagrams may reach another
+        // shard's socket and be handed over to its own.
+        tracing::warn!(error = %e, "cannot steer datagrams to their session's socket");
     }
     let board = StatusBoard::new("server");
     let mut tasks = Vec::new();

@@ -50,16 +50,6 @@ impl Shards {
         Ok(shards)
     }
 
-    /// How many shards run.
-    pub fn len(&self) -> usize {
-        self.handles.len()
-    }
-
-    /// Always false: there is at least one shard.
-    pub fn is_empty(&self) -> bool {
-        self.handles.is_empty()
-    }
-
     /// Every shard's runtime, in order.
     pub fn handles(&self) -> &[Handle] {
         &self.handles
@@ -114,7 +104,7 @@ mod tests {
     async fn shards_start_and_stop_inside_a_task() {
         // As a server does: no runtime is dropped in this async context.
         let shards = Shards::start(3).unwrap();
-        assert_eq!(shards.len(), 3);
+        assert_eq!(shards.handles().len(), 3);
         let on_shard = shards.handle(2).spawn(async { 7 }).await.unwrap();
         assert_eq!(on_shard, 7);
         drop(shards);

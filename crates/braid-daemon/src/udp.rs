@@ -55,11 +55,12 @@ impl UdpLink {
         Self::bind_with(addr, device, false)
     }
 
-    /// Binds `runtimes.len()` sockets to `addr` with `SO_REUSEPORT`, so that the kernel spreads what
-    /// arrives over them by a hash of each packet's addresses and ports: one path's packets
-    /// always reach the same socket, in order. The address is first bound alone, so a port
-    /// another process holds — with `SO_REUSEPORT` too — is refused rather than shared;
-    /// port 0 becomes one free port for all `n`.
+    /// Binds `runtimes.len()` sockets to `addr` with `SO_REUSEPORT`, so that the kernel spreads
+    /// what arrives over them by a hash of each packet's addresses and ports (or by session,
+    /// with [`steer_by_session`]): one path's packets always reach the same socket, in order.
+    /// The address is first bound alone, so a port another process holds — with
+    /// `SO_REUSEPORT` too — is refused rather than shared; port 0 becomes one free port for
+    /// all of them.
     ///
     /// One socket per runtime of `runtimes`: socket N is registered with runtime N, whose
     /// thread then learns of its readiness (a server's shard, `crate::shards`) — a socket
@@ -69,7 +70,12 @@ impl UdpLink {
             let _in = rt.enter();
             Self::bind_with(addr, None, reuse_port)
         };
-        let Some(rt0) = runtimes.first() else { return Ok(Vec::new()) };
+        let Some(rt0) = runtimes.first() else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a socket group needs one runtime at least",
+            ));
+        };
         let first = bind(rt0, addr, false)?;
         if runtimes.len() == 1 {
             return Ok(vec![first]);
@@ -301,7 +307,10 @@ pub fn steer_by_session(group: &[UdpLink]) -> io::Result<()> {
     target_os = "linux",
     not(any(target_arch = "mips", target_arch = "mips64", target_arch = "sparc64"))
 )))]
-pub fn steer_by_session(_group: &[UdpLink]) -> io::Result<()> {
+pub fn steer_by_session(group: &[UdpLink]) -> io::Result<()> {
+    if group.len() <= 1 {
+        return Ok(());
+    }
     Err(io::ErrorKind::Unsupported.into())
 }
 
