@@ -167,15 +167,15 @@ impl TransmitBatch {
     }
 
     /// Opens a batch with the datagram in `scratch[..size]`, closed to others when it must
-    /// leave `alone` ([`super::Transmit::alone`]); returns its index.
+    /// leave `alone` ([`super::Transmit::alone`]); returns its index. The datagram's buffer
+    /// becomes the batch's and `scratch` takes a spare one: the first datagram of a batch is
+    /// not copied, so a path whose datagrams fill a batch alone (65,000 bytes on loopback)
+    /// copies none.
     fn open(&mut self, batch: Batch, alone: bool) -> usize {
-        let mut contents = self.spare.pop().unwrap_or_default();
-        contents.clear();
-        let size = batch.segment_size;
-        let mut open = Open { batch: Batch { count: 0, ..batch }, contents, closed: false };
-        open.push(&self.scratch[..size]);
-        open.closed |= alone;
-        self.open.push(open);
+        let spare = self.spare.pop().unwrap_or_default();
+        let mut contents = std::mem::replace(&mut self.scratch, spare);
+        contents.truncate(batch.segment_size);
+        self.open.push(Open { batch: Batch { count: 1, ..batch }, contents, closed: alone });
         self.open.len() - 1
     }
 }
@@ -247,15 +247,33 @@ mod tests {
         let t = datagram(&mut out, 0, 65_000, true);
         assert_eq!(out.gather(t, 10).map(|b| b.count), Some(1));
         out.used(t0, out.contents.len());
-        assert!(out.held_bytes() >= 2 * 65_000);
+        assert!(out.held_bytes() >= 65_000);
         out.trim(t0 + Duration::from_millis(500));
-        assert!(out.held_bytes() >= 2 * 65_000, "kept while in use");
+        assert!(out.held_bytes() >= 65_000, "kept while in use");
         out.trim(t0 + KEEP_LARGE);
         assert_eq!(out.held_bytes(), 0, "given back once unused");
         // Small buffers stay: a session sending ACKs does not allocate each round.
         let t = datagram(&mut out, 0, 1200, true);
         out.gather(t, 10);
         out.trim(t0 + 3 * KEEP_LARGE);
-        assert!(out.held_bytes() >= 2 * 1200);
+        assert!(out.held_bytes() >= 1200);
+    }
+
+    #[test]
+    fn the_first_datagram_of_a_batch_is_not_copied() {
+        let mut out = TransmitBatch::new();
+        let t = datagram(&mut out, 0, 65_000, true);
+        let built = out.scratch.as_ptr();
+        assert_eq!(out.gather(t, 10).map(|b| b.count), Some(1));
+        assert_eq!(out.contents().as_ptr(), built, "a datagram alone leaves from the buffer it was built in");
+        assert_eq!(out.contents().len(), 65_000);
+        // Two that share a batch: the first stays where it was built, the second joins it.
+        let t = datagram(&mut out, 1, 1200, false);
+        let first = out.scratch.as_ptr();
+        assert_eq!(out.gather(t, 10), None);
+        let t = datagram(&mut out, 1, 1000, false);
+        assert_eq!(out.gather(t, 10).map(|b| b.count), Some(2), "a shorter datagram ends the batch");
+        assert_eq!(out.contents().as_ptr(), first);
+        assert_eq!(out.contents(), [vec![1u8; 1200], vec![1u8; 1000]].concat());
     }
 }
