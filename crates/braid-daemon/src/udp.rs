@@ -6,34 +6,20 @@
 //! fails (a pending error fails the next call) and when [`UdpLink::take_unreachable`] asks:
 //! not before every call, which cost one extra `recvmsg` per send and per receive.
 
-use bytes::BytesMut;
-use quinn_udp::{RecvMeta, Transmit, TransportErrorPayload, UdpSockRef, UdpSocketState};
-use smallvec::SmallVec;
+use quinn_udp::{Transmit, TransportErrorPayload, UdpSockRef, UdpSocketState};
 use socket2::{Domain, Protocol, Socket, Type};
-use std::collections::VecDeque;
-use std::io::{self, IoSliceMut};
+use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 use tokio::io::Interest;
 use tokio::net::UdpSocket;
 
-/// Datagrams handed to the driver in one batch.
-const RECV_SLOTS: usize = 32;
+mod receive;
+pub use receive::{Incoming, Receiver};
+
 /// Socket buffer sizes asked of the kernel.
 const SOCKET_BUFFER: usize = 8 << 20;
-
-/// A datagram as received.
-#[derive(Debug)]
-pub struct Incoming {
-    /// Its bytes.
-    pub data: BytesMut,
-    /// Who sent it.
-    pub from: SocketAddr,
-    /// The local address it arrived on (when the kernel says).
-    pub local: Option<SocketAddr>,
-}
 
 /// One UDP socket and its quinn-udp state.
 #[derive(Clone)]
@@ -190,192 +176,6 @@ impl UdpLink {
             }
         }
     }
-}
-
-/// Batched receiving from one socket (recvmmsg, GRO) into buffers the datagrams keep: no copy.
-///
-/// Each `recvmmsg` slot is a buffer of its own. When what the kernel wrote into a slot fills
-/// at least half of it (a large datagram, or a GRO train of a bulk flow), it is split off as
-/// the datagrams and handed out as it is, and the rest of the buffer is lent until the
-/// session lets go of them. A slot is refilled with a lent buffer whose datagrams are gone
-/// (its allocation reclaimed, `BytesMut::try_reclaim`), else with a new one. Copying each
-/// batch into one allocation cost 5.9 % of a downloading client's CPU (`perf record` during
-/// `bench/loopback.sh --download`). Smaller datagrams are still copied, one allocation per
-/// batch: lent a 64 KB slot each, a server's 1,000 idle sessions held 61–63 MB instead of 50
-/// (`many_sessions --sessions 1000 --active 0`), their keepalives waiting in the sessions'
-/// queues.
-pub struct Receiver {
-    /// The buffers the next `recvmmsg` fills, `slot` bytes each, every byte initialised.
-    slots: Vec<BytesMut>,
-    /// What is left of buffers whose front went out as datagrams, oldest first; at most
-    /// [`LENT_KEPT`].
-    lent: VecDeque<BytesMut>,
-    /// Bytes of one slot.
-    slot: usize,
-    /// Buffers needed at once (lent ones still held plus a batch's slots), the most in the
-    /// current and the previous [`DEMAND_WINDOW`]: lent buffers beyond it are let go.
-    demand: Demand,
-    metas: Vec<RecvMeta>,
-}
-
-/// Lent buffers a [`Receiver`] keeps track of for reuse; older ones are left to their
-/// datagrams and freed with them.
-const LENT_KEPT: usize = 2 * RECV_SLOTS;
-
-impl Receiver {
-    /// Buffers for `link`.
-    pub fn new(link: &UdpLink) -> Self {
-        let gro = link.state.gro_segments().max(1);
-        let slot = 65536.min(1500 * gro).max(2048);
-        Receiver {
-            slots: (0..RECV_SLOTS).map(|_| BytesMut::zeroed(slot)).collect(),
-            lent: VecDeque::new(),
-            slot,
-            demand: Demand::default(),
-            metas: vec![RecvMeta::default(); RECV_SLOTS],
-        }
-    }
-
-    /// The next batch of datagrams (None when the socket failed for good).
-    pub async fn next(&mut self, link: &UdpLink) -> Option<Vec<Incoming>> {
-        let mut batch = Vec::new();
-        loop {
-            link.socket.readable().await.ok()?;
-            if self.try_batch(link, &mut batch) {
-                return Some(batch);
-            }
-        }
-    }
-
-    /// Reads one batch (one `recvmmsg`) without waiting, appending its datagrams to `out`;
-    /// false when nothing was waiting.
-    pub fn try_batch(&mut self, link: &UdpLink, out: &mut Vec<Incoming>) -> bool {
-        self.refill();
-        let mut iovs: SmallVec<[IoSliceMut<'_>; RECV_SLOTS]> =
-            self.slots.iter_mut().map(|b| IoSliceMut::new(b)).collect();
-        let n = match link.socket.try_io(Interest::READABLE, || {
-            link.state.recv(UdpSockRef::from(&*link.socket), &mut iovs, &mut self.metas)
-        }) {
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
-            Err(e) => {
-                // ICMP errors surface here as ECONNREFUSED and the like: note and go on.
-                tracing::debug!(local = %link.local, error = %e, "receive error");
-                link.drain_errors();
-                return false;
-            }
-        };
-        drop(iovs);
-        // Datagrams that fill less than half their slot are copied, one allocation for the
-        // batch, as a slot lent for them would hold many times their size while they wait.
-        let lends = |len: usize| 2 * len >= self.slot;
-        let small: usize = self.metas[..n].iter().map(|m| m.len).filter(|&l| !lends(l)).sum();
-        let mut copies = BytesMut::with_capacity(small);
-        for (meta, buf) in self.metas[..n].iter().zip(&mut self.slots) {
-            let mut received = if lends(meta.len) {
-                let received = buf.split_to(meta.len);
-                self.lent.push_back(std::mem::take(buf));
-                received
-            } else {
-                copies.extend_from_slice(&buf[..meta.len]);
-                copies.split()
-            };
-            let stride = meta.stride.max(1);
-            let local = meta.dst_ip.map(|ip| SocketAddr::new(ip, link.local.port()));
-            while !received.is_empty() {
-                let len = stride.min(received.len());
-                out.push(Incoming { data: received.split_to(len), from: meta.addr, local });
-            }
-        }
-        while self.lent.len() > LENT_KEPT {
-            self.lent.pop_front();
-        }
-        n > 0
-    }
-
-    /// Gives every slot the last batch used a whole buffer again: a lent one whose datagrams
-    /// are gone, else a new one. Then lets go of lent buffers beyond what was recently
-    /// needed at once ([`Receiver::demand`]): an idle receiver does not keep a burst's.
-    fn refill(&mut self) {
-        let slot = self.slot;
-        let empty: SmallVec<[usize; RECV_SLOTS]> =
-            (0..self.slots.len()).filter(|&i| self.slots[i].len() < slot).collect();
-        if empty.is_empty() {
-            return;
-        }
-        let mut to_fill = empty.iter().copied().peekable();
-        let mut held = 0;
-        let slots = &mut self.slots;
-        self.lent.retain_mut(|b| {
-            if !reclaim(b, slot) {
-                held += 1;
-                return true;
-            }
-            match to_fill.next() {
-                Some(i) => {
-                    slots[i] = std::mem::take(b);
-                    false
-                }
-                None => true,
-            }
-        });
-        for i in to_fill {
-            slots[i] = BytesMut::zeroed(slot);
-        }
-        let demand = self.demand.note(Instant::now(), held + empty.len());
-        let mut excess = self.lent.len().saturating_sub(demand);
-        self.lent.retain_mut(|b| {
-            if excess > 0 && reclaim(b, slot) {
-                excess -= 1;
-                return false;
-            }
-            true
-        });
-    }
-}
-
-/// How long a [`Receiver`] remembers how many buffers it needed at once. Datagrams are let
-/// go in bursts (a driver's round, a stream read), so the need peaks now and then; a second
-/// covers many peaks under load, and an idle receiver gives a burst's buffers back within
-/// two.
-const DEMAND_WINDOW: Duration = Duration::from_secs(1);
-
-/// A maximum over the current and the previous [`DEMAND_WINDOW`].
-#[derive(Default)]
-struct Demand {
-    current: usize,
-    previous: usize,
-    since: Option<Instant>,
-}
-
-impl Demand {
-    /// `need` buffers were needed at `now`; returns the windowed maximum.
-    fn note(&mut self, now: Instant, need: usize) -> usize {
-        if self.since.is_none_or(|t| now.duration_since(t) >= DEMAND_WINDOW) {
-            self.previous = if self.since.is_some_and(|t| now.duration_since(t) < 2 * DEMAND_WINDOW) {
-                self.current
-            } else {
-                0
-            };
-            self.current = 0;
-            self.since = Some(now);
-        }
-        self.current = self.current.max(need);
-        self.current.max(self.previous)
-    }
-}
-
-/// Makes `b`, what is left of a slot's buffer, a whole slot again if its datagrams are gone.
-fn reclaim(b: &mut BytesMut, slot: usize) -> bool {
-    b.clear();
-    if !b.try_reclaim(slot) || b.capacity() < slot {
-        return false;
-    }
-    // SAFETY: `try_reclaim` never allocates: `b` is again the start of the allocation its slot
-    // was made with (`BytesMut::zeroed(slot)`), and it has `slot` bytes of room. Every byte of
-    // it was initialised then, and since written only by the kernel and the datagrams' owners.
-    unsafe { b.set_len(slot) };
-    true
 }
 
 /// The socket of an `n`-socket group that [`steer_by_session`] gives `session`'s datagrams,
@@ -543,84 +343,6 @@ mod tests {
             assert_eq!(ids_k, &want, "socket {k}");
         }
         assert!(got.iter().all(|g| !g.is_empty()), "the ids spread over all three: {got:?}");
-    }
-
-    /// Receives what `sender` sent to `link` until `n` datagrams are in `out` (2 s at most).
-    async fn receive(rx: &mut Receiver, link: &UdpLink, n: usize) -> Vec<Incoming> {
-        let mut out = Vec::new();
-        let until = tokio::time::Instant::now() + std::time::Duration::from_secs(2);
-        while out.len() < n && tokio::time::Instant::now() < until {
-            let _ = tokio::time::timeout_at(until, link.socket.readable()).await;
-            rx.try_batch(link, &mut out);
-        }
-        out
-    }
-
-    #[tokio::test]
-    async fn large_datagrams_are_the_slots_bytes_and_a_slot_is_reused_once_let_go() {
-        let link = UdpLink::bind("127.0.0.1:0".parse().unwrap(), None).unwrap();
-        let sender = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        let mut rx = Receiver::new(&link);
-        let (big, bigger) = (rx.slot / 2 + 100, rx.slot / 2 + 3000);
-        let slot_starts: Vec<*const u8> = rx.slots.iter().map(|b| b.as_ptr()).collect();
-        sender.send_to(&vec![1u8; bigger], link.local).unwrap();
-        let first = receive(&mut rx, &link, 1).await;
-        assert_eq!(first.len(), 1);
-        assert_eq!(&first[0].data[..], &vec![1u8; bigger][..]);
-        assert!(
-            slot_starts.contains(&first[0].data.as_ptr()),
-            "the datagram is the slot's bytes, not a copy"
-        );
-        let held = first[0].data.as_ptr();
-        // Held: the next datagram goes elsewhere and this one stays as it was.
-        sender.send_to(&vec![2u8; big], link.local).unwrap();
-        let second = receive(&mut rx, &link, 1).await;
-        assert_eq!(&second[0].data[..], &vec![2u8; big][..]);
-        assert_ne!(second[0].data.as_ptr(), held);
-        assert_eq!(&first[0].data[..], &vec![1u8; bigger][..], "a held datagram is not written over");
-        // Let go of: the slot takes its allocation back instead of a new one.
-        drop(first);
-        drop(second);
-        sender.send_to(&vec![3u8; big], link.local).unwrap();
-        let third = receive(&mut rx, &link, 1).await;
-        assert_eq!(&third[0].data[..], &vec![3u8; big][..]);
-        let mut starts: Vec<*const u8> = rx.slots.iter().map(|b| b.as_ptr()).collect();
-        starts.push(third[0].data.as_ptr());
-        assert!(starts.contains(&held), "the first datagram's allocation serves again");
-        assert!(rx.lent.len() <= LENT_KEPT);
-    }
-
-    #[test]
-    fn demand_remembers_a_burst_for_a_window_and_then_forgets_it() {
-        let t0 = Instant::now();
-        let at = |ms: u64| t0 + Duration::from_millis(ms);
-        let mut d = Demand::default();
-        assert_eq!(d.note(at(0), 50), 50);
-        assert_eq!(d.note(at(500), 2), 50, "a round's peak carries over the batches between");
-        assert_eq!(d.note(at(1200), 1), 50, "and into the next window");
-        assert_eq!(d.note(at(2300), 1), 1, "a window of small needs lets the burst's buffers go");
-        assert_eq!(d.note(at(2400), 7), 7);
-        assert_eq!(d.note(at(9000), 1), 1, "a long silence forgets everything");
-    }
-
-    #[tokio::test]
-    async fn small_datagrams_are_copied_and_hold_no_slot() {
-        let link = UdpLink::bind("127.0.0.1:0".parse().unwrap(), None).unwrap();
-        let sender = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        let mut rx = Receiver::new(&link);
-        let slot_starts: Vec<*const u8> = rx.slots.iter().map(|b| b.as_ptr()).collect();
-        for k in 0..3u8 {
-            sender.send_to(&[k; 100], link.local).unwrap();
-        }
-        let got = receive(&mut rx, &link, 3).await;
-        assert_eq!(
-            got.iter().map(|d| d.data.to_vec()).collect::<Vec<_>>(),
-            (0..3u8).map(|k| vec![k; 100]).collect::<Vec<_>>()
-        );
-        // A keepalive waiting in a session's queue must not keep a 64 KB slot alive.
-        assert!(got.iter().all(|d| !slot_starts.contains(&d.data.as_ptr())));
-        assert!(rx.lent.is_empty());
-        assert!(rx.slots.iter().zip(&slot_starts).all(|(b, &p)| b.as_ptr() == p && b.len() == rx.slot));
     }
 
     #[tokio::test]
