@@ -151,7 +151,8 @@ fn transfer(bytes: usize, paths: usize) -> Transfer {
         lap.charge(&mut client_cost);
         // Server: every datagram due, the reads, the ACKs.
         let server = p.server.as_mut().expect("server session");
-        // As the daemon receives: one buffer per batch (recvmmsg), split per datagram.
+        // As the daemon receives datagrams smaller than half a receive slot: one buffer per
+        // batch (recvmmsg), split per datagram.
         due.clear();
         while let Some(d) = up.pop_due(p.now) {
             due.push(d);

@@ -267,8 +267,10 @@ mod tests {
         assert_eq!(out.gather(t, 10).map(|b| b.count), Some(1));
         assert_eq!(out.contents().as_ptr(), built, "a datagram alone leaves from the buffer it was built in");
         assert_eq!(out.contents().len(), 65_000);
-        // Two that share a batch: the first stays where it was built, the second joins it.
+        // Two that share a batch: the first stays where it was built (a warm buffer, with
+        // room for the batch), the second joins it.
         let t = datagram(&mut out, 1, 1200, false);
+        out.scratch.reserve(MAX_BATCH_BYTES);
         let first = out.scratch.as_ptr();
         assert_eq!(out.gather(t, 10), None);
         let t = datagram(&mut out, 1, 1000, false);
