@@ -38,11 +38,12 @@ pub struct Incoming {
 /// (`many_sessions --sessions 1000 --active 0`), their keepalives waiting in the sessions'
 /// queues.
 pub struct Receiver {
-    /// The buffers the next `recvmmsg` fills, `slot` bytes each, every byte initialised.
+    /// The buffers the next `recvmmsg` fills: once [`Receiver::refill`] has run, `slot` bytes
+    /// each, every byte initialised (a slot the last batch lent is empty until then).
     slots: Vec<BytesMut>,
     /// What is left of buffers whose front went out as datagrams, oldest first; at most
     /// [`LENT_KEPT`].
-    lent: VecDeque<BytesMut>,
+    lent: VecDeque<Lent>,
     /// Bytes of one slot.
     slot: usize,
     /// Buffers needed at once (lent ones still held plus a batch's slots), the most in the
@@ -54,6 +55,14 @@ pub struct Receiver {
 /// Lent buffers a [`Receiver`] keeps track of for reuse; older ones are left to their
 /// datagrams and freed with them.
 const LENT_KEPT: usize = 2 * RECV_SLOTS;
+
+/// The rest of a slot's buffer whose front went out as datagrams, and where that buffer's
+/// allocation starts (an address, not a pointer to read through): only that allocation is
+/// taken back as a slot.
+struct Lent {
+    rest: BytesMut,
+    base: usize,
+}
 
 impl Receiver {
     /// Buffers for `link`.
@@ -83,7 +92,7 @@ impl Receiver {
     /// Reads one batch (one `recvmmsg`) without waiting, appending its datagrams to `out`;
     /// false when nothing was waiting.
     pub fn try_batch(&mut self, link: &UdpLink, out: &mut Vec<Incoming>) -> bool {
-        self.refill();
+        self.refill(Instant::now());
         let mut iovs: SmallVec<[IoSliceMut<'_>; RECV_SLOTS]> =
             self.slots.iter_mut().map(|b| IoSliceMut::new(b)).collect();
         let n = match link.socket.try_io(Interest::READABLE, || {
@@ -106,8 +115,9 @@ impl Receiver {
         let mut copies = BytesMut::with_capacity(small);
         for (meta, buf) in self.metas[..n].iter().zip(&mut self.slots) {
             let mut received = if lends(meta.len) {
+                let base = buf.as_ptr() as usize;
                 let received = buf.split_to(meta.len);
-                self.lent.push_back(std::mem::take(buf));
+                self.lent.push_back(Lent { rest: std::mem::take(buf), base });
                 received
             } else {
                 copies.extend_from_slice(&buf[..meta.len]);
@@ -126,27 +136,29 @@ impl Receiver {
         n > 0
     }
 
-    /// Gives every slot the last batch used a whole buffer again: a lent one whose datagrams
+    /// Gives every slot the last batch lent a whole buffer again: a lent one whose datagrams
     /// are gone, else a new one. Then lets go of lent buffers beyond what was recently
-    /// needed at once ([`Receiver::demand`]): an idle receiver does not keep a burst's.
-    fn refill(&mut self) {
+    /// needed at once ([`Receiver::demand`]), at every call, so that a receiver that only
+    /// gets small datagrams (copied, no slot used) after a burst gives the burst's back too.
+    /// A socket that receives nothing at all is not called, and keeps them.
+    fn refill(&mut self, now: Instant) {
         let slot = self.slot;
         let empty: SmallVec<[usize; RECV_SLOTS]> =
             (0..self.slots.len()).filter(|&i| self.slots[i].len() < slot).collect();
-        if empty.is_empty() {
+        if empty.is_empty() && self.lent.is_empty() {
             return;
         }
-        let mut to_fill = empty.iter().copied().peekable();
+        let mut to_fill = empty.iter().copied();
         let mut held = 0;
         let slots = &mut self.slots;
-        self.lent.retain_mut(|b| {
-            if !reclaim(b, slot) {
+        self.lent.retain_mut(|l| {
+            if !reclaim(l, slot) {
                 held += 1;
                 return true;
             }
             match to_fill.next() {
                 Some(i) => {
-                    slots[i] = std::mem::take(b);
+                    slots[i] = std::mem::take(&mut l.rest);
                     false
                 }
                 None => true,
@@ -155,10 +167,10 @@ impl Receiver {
         for i in to_fill {
             slots[i] = BytesMut::zeroed(slot);
         }
-        let demand = self.demand.note(Instant::now(), held + empty.len());
+        let demand = self.demand.note(now, held + empty.len());
         let mut excess = self.lent.len().saturating_sub(demand);
-        self.lent.retain_mut(|b| {
-            if excess > 0 && reclaim(b, slot) {
+        self.lent.retain_mut(|l| {
+            if excess > 0 && reclaim(l, slot) {
                 excess -= 1;
                 return false;
             }
@@ -169,8 +181,8 @@ impl Receiver {
 
 /// How long a [`Receiver`] remembers how many buffers it needed at once. Datagrams are let
 /// go in bursts (a driver's round, a stream read), so the need peaks now and then; a second
-/// covers many peaks under load, and an idle receiver gives a burst's buffers back within
-/// two.
+/// covers many peaks under load, and a receiver that is still called (a client's driver
+/// round, a datagram of any size) gives a burst's buffers back within two.
 const DEMAND_WINDOW: Duration = Duration::from_secs(1);
 
 /// A maximum over the current and the previous [`DEMAND_WINDOW`].
@@ -198,15 +210,18 @@ impl Demand {
     }
 }
 
-/// Makes `b`, what is left of a slot's buffer, a whole slot again if its datagrams are gone.
-fn reclaim(b: &mut BytesMut, slot: usize) -> bool {
+/// Makes `l`, what is left of a slot's buffer, a whole slot again if its datagrams are gone.
+fn reclaim(l: &mut Lent, slot: usize) -> bool {
+    let b = &mut l.rest;
     b.clear();
-    if !b.try_reclaim(slot) || b.capacity() < slot {
+    if !b.try_reclaim(slot) || b.as_ptr() as usize != l.base || b.capacity() != slot {
         return false;
     }
-    // SAFETY: `try_reclaim` never allocates: `b` is again the start of the allocation its slot
-    // was made with (`BytesMut::zeroed(slot)`), and it has `slot` bytes of room. Every byte of
-    // it was initialised then, and since written only by the kernel and the datagrams' owners.
+    // SAFETY: `b` starts where its slot's allocation starts and spans exactly `slot` bytes,
+    // the allocation `BytesMut::zeroed(slot)` made (`try_reclaim` never allocates, and only
+    // succeeds when no datagram holds a part of it). Every byte of it was initialised then,
+    // and written since only by the kernel and by the datagrams' holders, whose handles span
+    // their own bytes only (a datagram split off a slot has no spare capacity).
     unsafe { b.set_len(slot) };
     true
 }
@@ -260,6 +275,39 @@ mod tests {
         assert!(rx.lent.len() <= LENT_KEPT);
     }
 
+    #[tokio::test]
+    async fn a_bursts_buffers_are_given_back_once_a_quiet_while_needs_none() {
+        let link = UdpLink::bind("127.0.0.1:0".parse().unwrap(), None).unwrap();
+        let sender = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let mut rx = Receiver::new(&link);
+        let big = rx.slot / 2 + 100;
+        // A burst held by its session: every slot it used is lent, and more come in.
+        let mut held = Vec::new();
+        for round in 0..3u8 {
+            for _ in 0..4 {
+                sender.send_to(&vec![round; big], link.local).unwrap();
+            }
+            held.extend(receive(&mut rx, &link, 4).await);
+        }
+        assert_eq!(held.len(), 12);
+        assert!(held.iter().enumerate().all(|(i, d)| d.data[..] == vec![(i / 4) as u8; big][..]));
+        assert!(rx.lent.len() >= 8, "the slots of the held datagrams are lent: {}", rx.lent.len());
+        drop(held);
+        // Let go of, and nothing more needs a slot: a window later they are still kept (the
+        // next round may need them), two windows later they are given back.
+        let now = Instant::now();
+        rx.refill(now + DEMAND_WINDOW / 2);
+        assert!(!rx.lent.is_empty(), "kept within the window");
+        rx.refill(now + 2 * DEMAND_WINDOW);
+        rx.refill(now + 4 * DEMAND_WINDOW);
+        assert!(rx.lent.is_empty(), "given back: {}", rx.lent.len());
+        assert!(rx.slots.iter().all(|b| b.len() == rx.slot), "every slot whole again");
+        // And receiving goes on.
+        sender.send_to(&vec![9u8; big], link.local).unwrap();
+        let next = receive(&mut rx, &link, 1).await;
+        assert_eq!(&next[0].data[..], &vec![9u8; big][..]);
+    }
+
     #[test]
     fn demand_remembers_a_burst_for_a_window_and_then_forgets_it() {
         let t0 = Instant::now();
@@ -291,5 +339,14 @@ mod tests {
         assert!(got.iter().all(|d| !slot_starts.contains(&d.data.as_ptr())));
         assert!(rx.lent.is_empty());
         assert!(rx.slots.iter().zip(&slot_starts).all(|(b, &p)| b.as_ptr() == p && b.len() == rx.slot));
+        // A batch of both: in order, each intact, only the large one lent.
+        let big = rx.slot / 2 + 1;
+        sender.send_to(&[4u8; 300], link.local).unwrap();
+        sender.send_to(&vec![5u8; big], link.local).unwrap();
+        sender.send_to(&[6u8; 200], link.local).unwrap();
+        let got = receive(&mut rx, &link, 3).await;
+        let want = [vec![4u8; 300], vec![5u8; big], vec![6u8; 200]];
+        assert_eq!(got.iter().map(|d| d.data.to_vec()).collect::<Vec<_>>(), want);
+        assert_eq!(rx.lent.len(), 1);
     }
 }
