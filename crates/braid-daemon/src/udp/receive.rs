@@ -349,4 +349,43 @@ mod tests {
         assert_eq!(got.iter().map(|d| d.data.to_vec()).collect::<Vec<_>>(), want);
         assert_eq!(rx.lent.len(), 1);
     }
+
+    #[tokio::test]
+    async fn a_gro_train_is_split_into_its_segments_in_one_lent_slot() {
+        let link = UdpLink::bind("127.0.0.1:0".parse().unwrap(), None).unwrap();
+        let sender = UdpLink::bind("127.0.0.1:0".parse().unwrap(), None).unwrap();
+        let mut rx = Receiver::new(&link);
+        if sender.max_segments() < 2 || link.state.gro_segments() < 2 {
+            // Linux has had both since 5.0; a kernel without them is a skip, except where
+            // the tests must run whole (CI sets this).
+            let required = std::env::var("BRAID_ROOT_TESTS").is_ok_and(|v| v == "1");
+            assert!(!required, "BRAID_ROOT_TESTS=1 but this kernel has no UDP GSO or GRO");
+            eprintln!("skipped: no UDP GSO or GRO on this kernel");
+            return;
+        }
+        // One GSO send of 30 segments of 1,400 bytes and a short last one, each its own
+        // fill: the kernel hands the receiver the whole train in one slot (UDP_GRO).
+        let (seg, n) = (1400, 30);
+        let mut train: Vec<u8> = (0..n).flat_map(|k| vec![k as u8; seg]).collect();
+        train.extend_from_slice(&[0xee; 500]);
+        assert!(2 * train.len() >= rx.slot, "the train fills at least half a slot, so it is lent");
+        let slot_starts: Vec<*const u8> = rx.slots.iter().map(|b| b.as_ptr()).collect();
+        sender.send(link.local, None, &train, Some(seg)).await.unwrap();
+        let got = receive(&mut rx, &link, n + 1).await;
+        let want: Vec<Vec<u8>> = train.chunks(seg).map(<[u8]>::to_vec).collect();
+        assert_eq!(got.iter().map(|d| d.data.to_vec()).collect::<Vec<_>>(), want);
+        // The segments are the slot's bytes, back to back, and the slot is lent once.
+        assert!(slot_starts.contains(&got[0].data.as_ptr()), "the train was not copied");
+        for (a, b) in got.iter().zip(&got[1..]) {
+            assert_eq!(b.data.as_ptr() as usize, a.data.as_ptr() as usize + a.data.len());
+        }
+        assert_eq!(rx.lent.len(), 1);
+        // Let go of, the slot's allocation serves the next batch.
+        let first = got[0].data.as_ptr();
+        drop(got);
+        sender.send(link.local, None, &[7u8; 100], None).await.unwrap();
+        let again = receive(&mut rx, &link, 1).await;
+        assert_eq!(&again[0].data[..], &[7u8; 100][..]);
+        assert!(rx.slots.iter().any(|b| b.as_ptr() == first), "the lent slot was taken back");
+    }
 }
