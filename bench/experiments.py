@@ -613,7 +613,18 @@ Shared medium (Wi-Fi self-contention):
 {tab(True)}
 
 The same links without the shared medium (each direction its own rate): offloading gains
-nothing, so its gain above comes from self-contention alone.
+nothing, so its gain above comes from self-contention alone. The row that loses half (802.11g
+beside the 1 Mbit/s 3G) is a braid defect, not the model's: the receiver splits the Wi-Fi
+path's ACKs between the Wi-Fi (about 25 ms back) and the 3G (about 60 ms back), and the
+delivery-rate estimate times an ACK by its arrival, so an interval that opens with an ACK on
+one route and closes with one on the other reads about 35 ms too long. From 19 s on most of the
+path's samples read 10–14 of its 20 Mb/s, BBR paced at them, and the path slid to 3–8 Mb/s.
+Correcting such an interval by the two routes' return legs gave 20.29 Mb/s here (19.74 beside
+the 420 kb/s 3G), but it also moved EDPF's reorder sweep both ways (outside loss recovery 53 →
+55 of 90 mixes within 10 packets, the holds summed 2099 → 2210 packets, each capped at 1000)
+and seed 000's piconet jitter (Fig. 7 under random at 6 members 197 → 1415 ms), so it is not
+in; nor is a BBR rate filter that ages only when a sample enters it (the draft's and Linux's),
+which gave 20.22 here but failed three mechanism tests (deadline jitter, two redundancy tests).
 
 {tab(False)}
 
