@@ -2473,6 +2473,36 @@ it was worse (20). It is not in either. The property bound asserted
 (`papers.rs`, `edpf_reorder_bounded_when_a_path_is_far_slower`) is ≤ 10 packets outside loss
 recovery on four mixes with a path over 100 times slower.
 
+**Equal fast paths: BBR's standing queue and its minimum-RTT probe** (2026-11-28, measured,
+not in). On `20mbit/150ms 20mbit/5ms` (sweep seed 3, 34 packets) the holds come at the 5 ms
+path's ProbeRTT (10.4 s, 20.6 s): the path drains to one bandwidth-delay product, delivers
+less than EDPF planned for the 150 ms path's packets already on their way, and the receiver
+holds them. ProbeRTT comes because the minimum RTT is never confirmed: the 5 ms path keeps
+3–5 ms of queue (RTT samples 13.3–15.9 ms against a 10.6 ms minimum). Two causes, each
+printed from the simulator. Its rate estimate reads 19.92–20.29 Mbit/s against the link's
+19.62 (20 Mbit/s less 28 bytes of IP/UDP per 1,452): delivery-rate samples whose interval
+opens on an ACK the receiver held (a delayed ACK) and closes on one it sent at once are short
+by the difference, up to half a millisecond of an 11–17 ms interval, and BBR's maximum filter
+keeps the high ones. And the ProbeBW drain phase ends at one BDP plus three send quanta
+(Linux's `bbr_inflight`), six packets at this rate, which then stand in the queue. Timing
+each ACK by its arrival less the ACK delay the peer reports (RFC 9000 §19.3) left no sample
+above 19.65 Mbit/s; draining to one BDP confirmed the minimum on every cycle (no ProbeRTT in
+30 s). Together they took this mix from 34 to 6 packets, and over the three sweeps (seeds 7,
+11, 3; `python3 bench/sim-sweep.py --mixes 30 --seed S --schedulers edpf`) within 10 packets
+outside loss recovery 53 → 56 of 90 at 0.9086 → 0.9074 efficiency; Table III's EDPF flow
+jitter 621 → 227 ms. But the summed holds rose 2099 → 2826: `20kbit/5ms 100mbit/150ms
+1mbit/150ms` went from 104 to 1081, its 1 Mbit/s path's estimate falling 0.03 % to just
+under a hundredth of the others (left out, then let in again); a hysteresis on that bound
+(a path carrying data kept up to 125 ×) made the sweep worse (51 of 90, holds 4094). Alone,
+the ACK-delay timing kept 53 of 90 (holds 3038, the same mix); alone, the drain kept 55
+(holds 2125). And both fail mechanism tests: the drain `crowd.rs` (BBR latecomers taking
+their share) and `edpf_delay_rise.rs`; together also `papers.rs`'s quiet slow path and
+`redundancy.rs`'s copied credit frames. The ACK-delay timing also first made the one sample
+of a path's single validation packet invalid (its interval, less the ACK delay, is below
+the minimum RTT, which includes it) and a 20 kbit/s path without samples was estimated from
+BBR's start-up pacing at 533 kbit/s; adding the delay back in the validity check fixed
+that. None of this is in.
+
 **A stream stalled behind a slow path** (`session/stall.rs`). A path's first window leaves
 before its rate is known; on 20–50 kbit/s ten packets are seconds of queue. Beside 100 Mbit/s
 the stream filled its send buffer with data sent and acknowledged beyond them and stood idle
