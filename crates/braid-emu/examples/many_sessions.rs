@@ -6,7 +6,8 @@
 //! session each, with fresh keys from the OS. Phase 1 brings up `--sessions` sessions, leaves
 //! them idle (keepalives only) for `--idle`, and reads the server's RSS before and after, and
 //! its CPU time while idle. Phase 2 makes `--active` of them download from a local TCP source
-//! through their SOCKS5 front ends at once (or `--stagger` apart) for `--duration`, all
+//! (or, with `--direction upload`, upload to a local TCP sink that counts each session's bytes
+//! as they arrive) through their SOCKS5 front ends at once (or `--stagger` apart) for `--duration`, all
 //! through one shaped link (`--bottleneck 200mbit/10ms`, the simulator's link spec), or, without it, with the
 //! machine's CPU as the shared bottleneck (server, clients and sources compete). It prints each session's
 //! goodput over the second half, their spread (largest deviation from the mean, as a share of
@@ -16,6 +17,8 @@
 //!     cargo run --release -p braid-emu --example many_sessions -- --sessions 100 --active 100 --bottleneck 200mbit/10ms
 //!     ... --congestion bbr          (the server's controller, which sends the downloads;
 //!                                    default the server's, bbr-shared)
+//!     ... --direction upload        (the clients send, each through its own controller)
+//!     ... --client-congestion bbr   (the clients' controller; default the client's, bbr)
 //!     ... --stagger 10ms            (download i starts i × 10 ms after the first)
 //!     ... --receive-sockets 1       (the server's UDP sockets; default one per core)
 //!     ... --late 50                 (the last 50 active sessions connect when their download
@@ -58,6 +61,10 @@ struct Args {
     /// queue the others keep (a client joining a busy server); the rest connect before the
     /// idle phase.
     late: usize,
+    /// The active sessions upload instead of downloading.
+    upload: bool,
+    /// The clients' congestion controller (what shares the bottleneck when they upload).
+    client_congestion: braid_core::cc::Algorithm,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -71,6 +78,8 @@ fn parse_args() -> Result<Args, String> {
         stagger: Duration::ZERO,
         receive_sockets: 0,
         late: 0,
+        upload: false,
+        client_congestion: SessionConfig::default().congestion,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -86,6 +95,16 @@ fn parse_args() -> Result<Args, String> {
             "--congestion" => a.congestion = value.parse().map_err(|e| format!("--congestion: {e}"))?,
             "--stagger" => a.stagger = parse_duration(&value).map_err(|e| format!("--stagger: {e}"))?,
             "--late" => a.late = value.parse().map_err(|e| format!("--late: {e}"))?,
+            "--direction" => {
+                a.upload = match value.as_str() {
+                    "upload" => true,
+                    "download" => false,
+                    _ => return Err(format!("--direction: upload or download, not {value}")),
+                }
+            }
+            "--client-congestion" => {
+                a.client_congestion = value.parse().map_err(|e| format!("--client-congestion: {e}"))?
+            }
             "--receive-sockets" => {
                 a.receive_sockets = value.parse().map_err(|e| format!("--receive-sockets: {e}"))?
             }
@@ -242,6 +261,54 @@ async fn endless_source() -> std::io::Result<SocketAddr> {
     Ok(addr)
 }
 
+/// A TCP sink: each connection first names its session (8 bytes, big-endian), then every byte
+/// it brings is added to that session's count as it arrives.
+async fn counting_sink(counts: Vec<Arc<AtomicU64>>) -> std::io::Result<SocketAddr> {
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    tokio::spawn(async move {
+        while let Ok((mut conn, _)) = listener.accept().await {
+            let counts = counts.clone();
+            tokio::spawn(async move {
+                let mut id = [0u8; 8];
+                if conn.read_exact(&mut id).await.is_err() {
+                    return;
+                }
+                let Some(count) = usize::try_from(u64::from_be_bytes(id)).ok().and_then(|i| counts.get(i))
+                else {
+                    return;
+                };
+                let mut buf = vec![0u8; 64 * 1024];
+                while let Ok(n) = conn.read(&mut buf).await {
+                    if n == 0 {
+                        break;
+                    }
+                    count.fetch_add(n as u64, Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    Ok(addr)
+}
+
+/// Writes to `target` through the SOCKS5 proxy at `socks` until `end`: first `session` (so the
+/// sink counts what arrives for it), then without pause.
+async fn feed(socks: SocketAddr, target: SocketAddr, session: usize, end: Instant) -> Result<(), String> {
+    let mut s = Socks5Stream::connect(socks, target.ip().to_string(), target.port(), Config::default())
+        .await
+        .map_err(|e| format!("SOCKS5 through {socks}: {e}"))?;
+    s.write_all(&(session as u64).to_be_bytes()).await.map_err(|e| e.to_string())?;
+    let block = vec![0x5au8; 64 * 1024];
+    while Instant::now() < end {
+        match tokio::time::timeout_at(end.into(), s.write_all(&block)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(e.to_string()),
+            Err(_) => break,
+        }
+    }
+    Ok(())
+}
+
 /// Reads from `target` through the SOCKS5 proxy at `socks`, adding to `count`, until `end`.
 async fn drain(
     socks: SocketAddr,
@@ -291,6 +358,7 @@ async fn run(args: Args) -> Result<(), String> {
     let first_late = args.active - args.late;
     for (i, k) in keys.iter().enumerate() {
         let mut cfg = TestbedConfig::new(Vec::new());
+        cfg.session.congestion = args.client_congestion;
         cfg.socks = i < args.active;
         cfg.usage_file = UsageFile::Off;
         let settings = client_settings(k, server.addr, &[to], &cfg);
@@ -332,11 +400,24 @@ async fn run(args: Args) -> Result<(), String> {
 
     let mut rates = Vec::new();
     if args.active > 0 {
-        let source = endless_source().await.map_err(|e| format!("source: {e}"))?;
+        let counts: Vec<Arc<AtomicU64>> = (0..args.active).map(|_| Arc::default()).collect();
+        // Downloads read from a source; uploads write to a sink that counts what arrives.
+        let target = if args.upload {
+            counting_sink(counts.clone()).await.map_err(|e| format!("sink: {e}"))?
+        } else {
+            endless_source().await.map_err(|e| format!("source: {e}"))?
+        };
+        let upload = args.upload;
+        let transfer = move |socks: SocketAddr, i: usize, count: Arc<AtomicU64>, end: Instant| async move {
+            if upload {
+                feed(socks, target, i, end).await
+            } else {
+                drain(socks, target, count, end).await
+            }
+        };
         let cpu_active0 = server.cpu_seconds();
         let active_start = Instant::now();
         let end = Instant::now() + args.duration;
-        let counts: Vec<Arc<AtomicU64>> = (0..args.active).map(|_| Arc::default()).collect();
         let mut tasks = Vec::new();
         let mut late = late.into_iter();
         for (i, count) in counts.iter().enumerate() {
@@ -346,7 +427,7 @@ async fn run(args: Args) -> Result<(), String> {
                 let socks = clients[i].socks_addr.ok_or("an active client serves SOCKS5")?;
                 tasks.push(tokio::spawn(async move {
                     tokio::time::sleep_until(start.into()).await;
-                    drain(socks, source, count, end).await
+                    transfer(socks, i, count, end).await
                 }));
             } else {
                 let settings = late.next().ok_or("one late session's settings each")?;
@@ -357,7 +438,7 @@ async fn run(args: Args) -> Result<(), String> {
                         return Err("a late session did not come up within 10 s".to_string());
                     }
                     let socks = c.socks_addr.ok_or("an active client serves SOCKS5")?;
-                    let r = drain(socks, source, count, end).await;
+                    let r = transfer(socks, i, count, end).await;
                     c.stop();
                     r
                 }));
@@ -367,20 +448,19 @@ async fn run(args: Args) -> Result<(), String> {
         tokio::time::sleep(args.duration / 2).await;
         let half: Vec<u64> = counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
         let t_half = Instant::now();
+        // The counts as they stand at the end (a sink still receives what was on its way).
+        tokio::time::sleep_until(end.into()).await;
+        let full: Vec<u64> = counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+        let secs = t_half.elapsed().as_secs_f64();
         for (i, t) in tasks.into_iter().enumerate() {
             t.await.map_err(|e| e.to_string())?.map_err(|e| format!("session {i}: {e}"))?;
         }
-        let secs = t_half.elapsed().as_secs_f64();
         // More than 100 % means the server's sessions ran on several cores at once.
         println!(
             "active: server used {:.0} % of one core",
             100.0 * (server.cpu_seconds() - cpu_active0) / active_start.elapsed().as_secs_f64()
         );
-        rates = counts
-            .iter()
-            .zip(&half)
-            .map(|(c, h)| (c.load(Ordering::Relaxed) - h) as f64 * 8.0 / secs / 1e6)
-            .collect();
+        rates = full.iter().zip(&half).map(|(f, h)| (f - h) as f64 * 8.0 / secs / 1e6).collect();
     }
     let (rss_end, hwm_end) = server.memory_kb();
     if !rates.is_empty() {
@@ -414,9 +494,10 @@ async fn run(args: Args) -> Result<(), String> {
         );
     }
     println!(
-        "{{\"sessions\":{},\"server_rss_empty_mb\":{:.2},\"server_rss_idle_mb\":{:.2},\"idle_kb_per_session\":{:.1},\
+        "{{\"direction\":\"{}\",\"sessions\":{},\"server_rss_empty_mb\":{:.2},\"server_rss_idle_mb\":{:.2},\"idle_kb_per_session\":{:.1},\
          \"idle_cpu_percent\":{:.3},\"active\":{},\"active_total_mbps\":{:.2},\"active_min_mbps\":{:.3},\
          \"active_max_mbps\":{:.3},\"active_max_deviation\":{:.4},\"jain\":{:.5},\"server_rss_peak_mb\":{:.2}}}",
+        if args.upload { "upload" } else { "download" },
         args.sessions,
         rss_empty as f64 / 1024.0,
         rss_idle as f64 / 1024.0,
