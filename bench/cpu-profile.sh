@@ -30,16 +30,8 @@ command -v iperf3 >/dev/null || { echo "bench/cpu-profile.sh needs iperf3" >&2; 
 command -v perf >/dev/null || { echo "bench/cpu-profile.sh needs perf (linux-perf)" >&2; exit 1; }
 if [ -z "${BRAID:-}" ]; then cargo build -q --release -p braid; fi
 B=${BRAID:-$PWD/target/release/braid}
-T=$(mktemp -d)
-PIDS=()
-cleanup() {
-  rc=$?
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true
-  if [ "$rc" != 0 ]; then cat "$T"/*.log >&2 2>/dev/null || true; fi
-  rm -rf "$T"
-}
-trap cleanup EXIT INT TERM
-cpu() { awk -v hz="$(getconf CLK_TCK)" '{print ($14+$15)/hz}' "/proc/$1/stat"; }
+# shellcheck source=bench/common.sh
+. bench/common.sh
 
 $B genkey > "$T/s.key"; $B genkey > "$T/c.key"; chmod 600 "$T"/*.key
 SPUB=$($B pubkey < "$T/s.key"); CPUB=$($B pubkey < "$T/c.key")

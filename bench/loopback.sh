@@ -40,25 +40,9 @@ if [ -z "${BRAID:-}" ]; then cargo build -q --release -p braid; fi
 B=${BRAID:-$PWD/target/release/braid}
 F=${FLOOR_RELAY:-$PWD/target/release/examples/floor_relay}
 if [ "$FLOOR" = 1 ] && [ -z "${FLOOR_RELAY:-}" ]; then cargo build -q --release -p braid-emu --example floor_relay; fi
-T=$(mktemp -d)
-PIDS=()
-# The daemons log to files (shown when the run fails): what they say as they are stopped
-# must not follow the JSON line.
-cleanup() {
-  rc=$?
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true
-  if [ "$rc" != 0 ]; then cat "$T"/*.log >&2 2>/dev/null || true; fi
-  rm -rf "$T"
-}
-trap cleanup EXIT INT TERM
+# shellcheck source=bench/common.sh
+. bench/common.sh
 command -v iperf3 >/dev/null || { echo "bench/loopback.sh needs iperf3" >&2; exit 1; }
-
-cpu() { # user+system seconds of a PID (and its threads)
-  awk -v hz="$(getconf CLK_TCK)" '{print ($14+$15)/hz}' "/proc/$1/stat"
-}
-sys_cpu() { # system seconds of a PID (and its threads)
-  awk -v hz="$(getconf CLK_TCK)" '{print $15/hz}' "/proc/$1/stat"
-}
 
 $B genkey > "$T/s.key"; $B genkey > "$T/c.key"; chmod 600 "$T"/*.key
 SPUB=$($B pubkey < "$T/s.key"); CPUB=$($B pubkey < "$T/c.key")
