@@ -11,7 +11,10 @@ cleanup() {
   if [ "$rc" != 0 ]; then cat "$T"/*.log >&2 2>/dev/null || true; fi
   rm -rf "$T"
 }
-trap cleanup EXIT INT TERM
+# Ctrl-C and kill end the script (exit runs the cleanup once) rather than carry on without $T.
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 cpu() { # user+system seconds of a PID (and its threads)
   awk -v hz="$(getconf CLK_TCK)" '{print ($14+$15)/hz}' "/proc/$1/stat"

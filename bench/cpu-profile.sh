@@ -28,6 +28,11 @@ SECS=${ARGS[0]:-10}
 cd "$(dirname "$0")/.."
 command -v iperf3 >/dev/null || { echo "bench/cpu-profile.sh needs iperf3" >&2; exit 1; }
 command -v perf >/dev/null || { echo "bench/cpu-profile.sh needs perf (linux-perf)" >&2; exit 1; }
+# Without kernel samples (perf_event_paranoid above 1 for a non-root user) every share is wrong.
+if [ "$(id -u)" != 0 ] && [ "$(cat /proc/sys/kernel/perf_event_paranoid)" -gt 1 ]; then
+  echo "bench/cpu-profile.sh needs kernel samples: run as root or set kernel.perf_event_paranoid to 1 or less" >&2
+  exit 1
+fi
 if [ -z "${BRAID:-}" ]; then cargo build -q --release -p braid; fi
 B=${BRAID:-$PWD/target/release/braid}
 # shellcheck source=bench/common.sh
@@ -42,14 +47,19 @@ iperf3 -s -p 5308 -1 >/dev/null 2>&1 & PIDS+=($!)
 sleep 1.5
 C0=$(cpu "$CP"); S0=$(cpu "$SP")
 iperf3 -c 127.0.0.1 -p 5310 -t "$SECS" -J "${REVERSE[@]}" > "$T/iperf.json" & IC=$!; PIDS+=($IC)
-# Sample the middle of the transfer: after the first second, for all but the last two.
+# Sample the middle of the transfer: from its first second to one second before its end.
 sleep 1
 perf record -q -F 999 -o "$T/perf.data" -p "$CP,$SP" -- sleep "$(( SECS > 3 ? SECS - 2 : 1 ))" >"$T/perf.log" 2>&1
 wait "$IC"
 C1=$(cpu "$CP"); S1=$(cpu "$SP")
 perf report -i "$T/perf.data" --stdio --no-children --sort dso,sym -g none --percent-limit 0 2>/dev/null \
   | grep -v '^#' | grep '%' > "$T/flat.txt"
-python3 - "$T/flat.txt" "$T/iperf.json" "$SECS" "$C0" "$C1" "$S0" "$S1" "$JSON" "$DIRECTION" "$(basename "$B")" <<'PY'
+if ! grep -q '\[k\]' "$T/flat.txt"; then
+  echo "bench/cpu-profile.sh: perf recorded no kernel samples (kptr_restrict or paranoid settings?); the shares would be wrong" >&2
+  cat "$T/perf.log" >&2
+  exit 1
+fi
+python3 - "$T/flat.txt" "$T/iperf.json" "$SECS" "$C0" "$C1" "$S0" "$S1" "$JSON" "$DIRECTION" "$(basename "$(readlink -f "$B")")" <<'PY'
 import json, re, sys
 flat, iperf, secs, c0, c1, s0, s1, as_json, direction, exe = sys.argv[1:]
 bps = json.load(open(iperf))["end"]["sum_received"]["bits_per_second"]
@@ -57,11 +67,11 @@ gb = bps * float(secs) / 8 / 1e9
 cpu_per_gb = ((float(c1) - float(c0)) + (float(s1) - float(s0))) / gb
 # What the design needs, then what braid adds. First match wins.
 CATEGORIES = [
-    ("AES-GCM (seal and open)", lambda d, s: re.search(r"aes|gcm|ghash|clmul|chacha|poly1305", s) and d != "[kernel.kallsyms]"),
-    ("kernel: copies to and from user space", lambda d, s: d == "[kernel.kallsyms]" and re.search(r"copy_(to|from)_(iter|user)|copy_user|__check_object_size|__virt_addr_valid", s)),
+    ("AES-GCM (seal and open)", lambda d, s: re.search(r"aes|gcm|ghash|clmul|chacha|poly1305", s) and "rand_chacha" not in s and d != "[kernel.kallsyms]"),
+    ("kernel: copies to and from user space", lambda d, s: d == "[kernel.kallsyms]" and re.search(r"copy_(to|from)_(iter|user)|copy_user|copy_page_(to|from)_iter|rep_movs_alternative|copyout|copyin|__check_object_size|__virt_addr_valid|^memcpy", s)),
     ("kernel: rest of TCP, UDP, loopback, scheduler", lambda d, s: d == "[kernel.kallsyms]"),
     ("user-space copies (memcpy, memmove)", lambda d, s: re.search(r"mem(cpy|move)", s)),
-    ("allocator (malloc, free)", lambda d, s: re.search(r"malloc|_int_free|\bfree\b|cfree|realloc", s)),
+    ("allocator (malloc, free)", lambda d, s: d.startswith("libc") and re.search(r"malloc|calloc|realloc|memalign|free", s)),
     ("braid's code (protocol, driver, runtime)", lambda d, s: d == exe),
     ("other (libc syscalls, vdso, unknown)", lambda d, s: True),
 ]

@@ -2480,7 +2480,7 @@ less than EDPF planned for the 150 ms path's packets already on their way, and t
 holds them. ProbeRTT comes because the minimum RTT is never confirmed: the 5 ms path keeps
 3–5 ms of queue (RTT samples 13.3–15.9 ms against a 10.6 ms minimum). Two causes, each
 printed from the simulator. Its rate estimate reads 19.92–20.29 Mbit/s against the link's
-19.62 (20 Mbit/s less 28 bytes of IP/UDP per 1,452): delivery-rate samples whose interval
+19.62 (20 Mbit/s with 28 bytes of IP/UDP on each 1,452-byte datagram): delivery-rate samples whose interval
 opens on an ACK the receiver held (a delayed ACK) and closes on one it sent at once are short
 by the difference, up to half a millisecond of an 11–17 ms interval, and BBR's maximum filter
 keeps the high ones. And the ProbeBW drain phase ends at one BDP plus three send quanta

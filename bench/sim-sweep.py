@@ -50,7 +50,8 @@ def main():
             d = run(braid, links, s, a.duration, i + 1)
             lossfree = d["reorder_max_lossfree_packets"]
             # The hold as time: what the receiver holds, at the mix's summed link rate.
-            hold_ms = lossfree * d["paths"][0]["mtu"] * 8 / d["capacity_bps"] * 1e3
+            # (The largest path MTU: a path closed by the end reports 0.)
+            hold_ms = lossfree * max(p["mtu"] for p in d["paths"]) * 8 / d["capacity_bps"] * 1e3
             cells.append((d["reorder_max_steady_packets"], d["efficiency"], d["intact"], lossfree, hold_ms))
         rows.append((links, cells))
     rows.sort(key=lambda r: -r[1][0][0])

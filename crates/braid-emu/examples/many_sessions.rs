@@ -261,21 +261,64 @@ async fn endless_source() -> std::io::Result<SocketAddr> {
     Ok(addr)
 }
 
+/// What a [`counting_sink`] saw: which sessions named themselves, and connections it could not
+/// count (no name, a name out of range, or a name already taken).
+struct SinkLog {
+    named: Vec<std::sync::atomic::AtomicBool>,
+    refused: AtomicU64,
+}
+
+impl SinkLog {
+    fn new(sessions: usize) -> Self {
+        SinkLog { named: (0..sessions).map(|_| Default::default()).collect(), refused: AtomicU64::new(0) }
+    }
+
+    /// Ok when every session named itself once and no connection was refused.
+    fn check(&self) -> Result<(), String> {
+        let missing = self.named.iter().filter(|n| !n.load(Ordering::Relaxed)).count();
+        let refused = self.refused.load(Ordering::Relaxed);
+        if missing > 0 || refused > 0 {
+            return Err(format!(
+                "the sink never heard from {missing} sessions and refused {refused} connections"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Connects to `target` through the SOCKS5 proxy at `socks`, giving up at `end`.
+async fn socks_connect(
+    socks: SocketAddr,
+    target: SocketAddr,
+    end: Instant,
+) -> Result<Socks5Stream<tokio::net::TcpStream>, String> {
+    let connect = Socks5Stream::connect(socks, target.ip().to_string(), target.port(), Config::default());
+    match tokio::time::timeout_at(end.into(), connect).await {
+        Ok(r) => r.map_err(|e| format!("SOCKS5 through {socks}: {e}")),
+        Err(_) => Err(format!("SOCKS5 through {socks}: no connection by the end of the run")),
+    }
+}
+
 /// A TCP sink: each connection first names its session (8 bytes, big-endian), then every byte
-/// it brings is added to that session's count as it arrives.
-async fn counting_sink(counts: Vec<Arc<AtomicU64>>) -> std::io::Result<SocketAddr> {
+/// it brings is added to that session's count as it arrives. Connections it cannot count are
+/// recorded in `log`, which the run checks.
+async fn counting_sink(counts: Vec<Arc<AtomicU64>>, log: Arc<SinkLog>) -> std::io::Result<SocketAddr> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     tokio::spawn(async move {
         while let Ok((mut conn, _)) = listener.accept().await {
             let counts = counts.clone();
+            let log = log.clone();
             tokio::spawn(async move {
                 let mut id = [0u8; 8];
-                if conn.read_exact(&mut id).await.is_err() {
-                    return;
-                }
-                let Some(count) = usize::try_from(u64::from_be_bytes(id)).ok().and_then(|i| counts.get(i))
-                else {
+                let named = match conn.read_exact(&mut id).await {
+                    Ok(_) => usize::try_from(u64::from_be_bytes(id)).ok(),
+                    Err(_) => None,
+                };
+                let first =
+                    named.and_then(|i| log.named.get(i)).is_some_and(|n| !n.swap(true, Ordering::Relaxed));
+                let Some(count) = named.and_then(|i| counts.get(i)).filter(|_| first) else {
+                    log.refused.fetch_add(1, Ordering::Relaxed);
                     return;
                 };
                 let mut buf = vec![0u8; 64 * 1024];
@@ -294,9 +337,7 @@ async fn counting_sink(counts: Vec<Arc<AtomicU64>>) -> std::io::Result<SocketAdd
 /// Writes to `target` through the SOCKS5 proxy at `socks` until `end`: first `session` (so the
 /// sink counts what arrives for it), then without pause.
 async fn feed(socks: SocketAddr, target: SocketAddr, session: usize, end: Instant) -> Result<(), String> {
-    let mut s = Socks5Stream::connect(socks, target.ip().to_string(), target.port(), Config::default())
-        .await
-        .map_err(|e| format!("SOCKS5 through {socks}: {e}"))?;
+    let mut s = socks_connect(socks, target, end).await?;
     s.write_all(&(session as u64).to_be_bytes()).await.map_err(|e| e.to_string())?;
     let block = vec![0x5au8; 64 * 1024];
     while Instant::now() < end {
@@ -316,9 +357,7 @@ async fn drain(
     count: Arc<AtomicU64>,
     end: Instant,
 ) -> Result<(), String> {
-    let mut s = Socks5Stream::connect(socks, target.ip().to_string(), target.port(), Config::default())
-        .await
-        .map_err(|e| format!("SOCKS5 through {socks}: {e}"))?;
+    let mut s = socks_connect(socks, target, end).await?;
     let mut buf = vec![0u8; 64 * 1024];
     while Instant::now() < end {
         match tokio::time::timeout_at(end.into(), s.read(&mut buf)).await {
@@ -402,8 +441,9 @@ async fn run(args: Args) -> Result<(), String> {
     if args.active > 0 {
         let counts: Vec<Arc<AtomicU64>> = (0..args.active).map(|_| Arc::default()).collect();
         // Downloads read from a source; uploads write to a sink that counts what arrives.
+        let sink_log = Arc::new(SinkLog::new(args.active));
         let target = if args.upload {
-            counting_sink(counts.clone()).await.map_err(|e| format!("sink: {e}"))?
+            counting_sink(counts.clone(), sink_log.clone()).await.map_err(|e| format!("sink: {e}"))?
         } else {
             endless_source().await.map_err(|e| format!("source: {e}"))?
         };
@@ -455,6 +495,9 @@ async fn run(args: Args) -> Result<(), String> {
         for (i, t) in tasks.into_iter().enumerate() {
             t.await.map_err(|e| e.to_string())?.map_err(|e| format!("session {i}: {e}"))?;
         }
+        if args.upload {
+            sink_log.check()?;
+        }
         // More than 100 % means the server's sessions ran on several cores at once.
         println!(
             "active: server used {:.0} % of one core",
@@ -494,10 +537,12 @@ async fn run(args: Args) -> Result<(), String> {
         );
     }
     println!(
-        "{{\"direction\":\"{}\",\"sessions\":{},\"server_rss_empty_mb\":{:.2},\"server_rss_idle_mb\":{:.2},\"idle_kb_per_session\":{:.1},\
+        "{{\"direction\":\"{}\",\"congestion\":\"{}\",\"client_congestion\":\"{}\",\"sessions\":{},\"server_rss_empty_mb\":{:.2},\"server_rss_idle_mb\":{:.2},\"idle_kb_per_session\":{:.1},\
          \"idle_cpu_percent\":{:.3},\"active\":{},\"active_total_mbps\":{:.2},\"active_min_mbps\":{:.3},\
          \"active_max_mbps\":{:.3},\"active_max_deviation\":{:.4},\"jain\":{:.5},\"server_rss_peak_mb\":{:.2}}}",
         if args.upload { "upload" } else { "download" },
+        args.congestion,
+        args.client_congestion,
         args.sessions,
         rss_empty as f64 / 1024.0,
         rss_idle as f64 / 1024.0,
