@@ -38,11 +38,7 @@ B=${BRAID:-$PWD/target/release/braid}
 # shellcheck source=bench/common.sh
 . bench/common.sh
 
-$B genkey > "$T/s.key"; $B genkey > "$T/c.key"; chmod 600 "$T"/*.key
-SPUB=$($B pubkey < "$T/s.key"); CPUB=$($B pubkey < "$T/c.key")
-$B --log warn server --listen 127.0.0.1:7410 --key "$T/s.key" --client "$CPUB" --allow-private 2>"$T/server.log" & PIDS+=($!); SP=$!
-$B --log warn client --server 127.0.0.1:7410 --server-key "$SPUB" --key "$T/c.key" --link 127.0.0.1 --link 127.0.0.2 \
-  --forward 127.0.0.1:5310=127.0.0.1:5308 2>"$T/client.log" & PIDS+=($!); CP=$!
+start_braid 7410 127.0.0.1:5310=127.0.0.1:5308
 iperf3 -s -p 5308 -1 >/dev/null 2>&1 & PIDS+=($!)
 sleep 1.5
 C0=$(cpu "$CP"); S0=$(cpu "$SP")

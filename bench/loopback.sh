@@ -44,8 +44,6 @@ if [ "$FLOOR" = 1 ] && [ -z "${FLOOR_RELAY:-}" ]; then cargo build -q --release 
 . bench/common.sh
 command -v iperf3 >/dev/null || { echo "bench/loopback.sh needs iperf3" >&2; exit 1; }
 
-$B genkey > "$T/s.key"; $B genkey > "$T/c.key"; chmod 600 "$T"/*.key
-SPUB=$($B pubkey < "$T/s.key"); CPUB=$($B pubkey < "$T/c.key")
 iperf3 -s -p 5299 -1 >/dev/null 2>&1 & PIDS+=($!); IPS1=$!
 sleep 0.3
 # Plain TCP over loopback.
@@ -71,9 +69,7 @@ if [ "$FLOOR" = 1 ]; then
 fi
 
 # braid: server, client with two paths, a port forward to iperf3.
-$B --log warn server --listen 127.0.0.1:7400 --key "$T/s.key" --client "$CPUB" --allow-private 2>"$T/server.log" & PIDS+=($!); SP=$!
-$B --log warn client --server 127.0.0.1:7400 --server-key "$SPUB" --key "$T/c.key" --link 127.0.0.1 --link 127.0.0.2 \
-  --forward 127.0.0.1:5300=127.0.0.1:5298 --status 127.0.0.1:7402 2>"$T/client.log" & PIDS+=($!); CP=$!
+start_braid 7400 127.0.0.1:5300=127.0.0.1:5298 --status 127.0.0.1:7402
 iperf3 -s -p 5298 -1 >/dev/null 2>&1 & PIDS+=($!)
 sleep 1.5
 C0=$(cpu "$CP"); S0=$(cpu "$SP"); CK0=$(sys_cpu "$CP"); SK0=$(sys_cpu "$SP")

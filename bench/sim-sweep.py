@@ -4,9 +4,9 @@
 Issue 14 asks EDPF's steady-state reorder to stay <= 10 packets on every 2-4 link mix of
 20 kbit/s-100 Mbit/s and 5-150 ms; this prints, per mix, the steady-state reorder maximum, the
 same outside loss recovery (a lost packet's gap holds a round trip of arrivals whatever the
-scheduler does) also as milliseconds at the mix's summed link rate (10 packets are 0.6 ms on
-two 100 Mbit/s paths and 2.9 s on two 20 kbit/s ones), and the efficiency (goodput / sum of link rates) for each scheduler given,
-worst first, and how many mixes meet the reorder bound.
+scheduler does), that hold also as milliseconds at the mix's summed link rate (10 packets are
+0.6 ms on two 100 Mbit/s paths and 2.9 s on two 20 kbit/s ones), and the efficiency (goodput /
+sum of link rates) for each scheduler given, worst first, and how many mixes meet the bound.
 
 Usage: python3 bench/sim-sweep.py [--mixes N] [--seed S] [--duration 30s] [--schedulers edpf,minrtt]
 Needs target/release/braid (cargo build --release -p braid), or BRAID=path.
