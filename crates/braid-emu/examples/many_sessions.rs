@@ -372,6 +372,21 @@ async fn drain(
     Ok(())
 }
 
+/// A client's first path as its status shows it: minimum and smoothed RTT, window, capacity.
+fn client_path(c: &ClientHandle) -> String {
+    let status = c.board.snapshot();
+    match status.sessions.first().and_then(|s| s.paths.first()) {
+        Some(p) => format!(
+            "min RTT {:.1} ms, RTT {:.1} ms, window {} B, capacity {:.2} Mbit/s",
+            p.min_rtt_ms,
+            p.rtt_ms,
+            p.cwnd,
+            p.capacity_bps / 1e6
+        ),
+        None => "no path".into(),
+    }
+}
+
 async fn run(args: Args) -> Result<(), String> {
     let server_secret = braid_daemon::keyfile::generate();
     let keys: Vec<Keys> = (0..args.sessions)
@@ -513,6 +528,15 @@ async fn run(args: Args) -> Result<(), String> {
             |ix: &[usize]| ix.iter().map(|&i| format!("#{i} {:.2}", rates[i])).collect::<Vec<_>>().join(", ");
         let k = order.len().min(3);
         println!("slowest: {}; fastest: {}", show(&order[..k]), show(&order[order.len() - k..]));
+        // Uploads: each shown session's sending path as its client ends (why sessions differ:
+        // a minimum RTT found behind the others' queue sizes a larger window).
+        if args.upload {
+            for &i in order[..k].iter().chain(&order[order.len() - k..]) {
+                // (A late session's client has stopped; the others keep their index.)
+                let path = clients.get(i).filter(|_| i < first_late).map_or("stopped".into(), client_path);
+                println!("  #{i}: {path}");
+            }
+        }
     }
     let n = rates.len().max(1) as f64;
     // (An empty float sum is -0.0.)
