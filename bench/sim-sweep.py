@@ -9,6 +9,9 @@ scheduler does), that hold also as milliseconds at the mix's summed link rate (1
 sum of link rates) for each scheduler given, worst first, and how many mixes meet the bound.
 
 Usage: python3 bench/sim-sweep.py [--mixes N] [--seed S] [--duration 30s] [--schedulers edpf,minrtt]
+                                  [--congestion bbr|bbr-shared|cubic|newreno]
+--congestion sets every path's controller (default: braid sim's, bbr); bbr-shared is what a
+server with several busy sessions sends downloads with (ProbeRTT drains to half a BDP).
 Needs target/release/braid (cargo build --release -p braid), or BRAID=path.
 """
 import argparse
@@ -22,8 +25,10 @@ DELAYS_MS = [5, 20, 50, 150]
 BOUND = 10
 
 
-def run(braid, links, scheduler, duration, seed):
+def run(braid, links, scheduler, duration, seed, congestion):
     args = [braid, "sim", "--scheduler", scheduler, "--duration", duration, "--seed", str(seed), "--json"]
+    if congestion:
+        args += ["--congestion", congestion]
     for link in links:
         args += ["--link", link]
     out = subprocess.run(args, capture_output=True, text=True, timeout=600)
@@ -38,6 +43,7 @@ def main():
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--duration", default="30s")
     ap.add_argument("--schedulers", default="edpf,minrtt")
+    ap.add_argument("--congestion", default=None)
     a = ap.parse_args()
     braid = os.environ.get("BRAID", os.path.join(os.path.dirname(__file__), "..", "target", "release", "braid"))
     rng = random.Random(a.seed)
@@ -47,7 +53,7 @@ def main():
         links = [f"{rng.choice(RATES)}/{rng.choice(DELAYS_MS)}ms" for _ in range(rng.choice([2, 3, 4]))]
         cells = []
         for s in schedulers:
-            d = run(braid, links, s, a.duration, i + 1)
+            d = run(braid, links, s, a.duration, i + 1, a.congestion)
             lossfree = d["reorder_max_lossfree_packets"]
             # The hold as time: what the receiver holds, at the mix's summed link rate.
             # (The largest path MTU: a path closed by the end reports 0.)

@@ -624,7 +624,9 @@ pub fn key_name(key: &PublicKey) -> String {
 /// connects while the others keep that queue full takes several times its share (100
 /// downloads through 200 Mbit/s, the last 100 connecting into the queue: largest deviation
 /// from the mean 1557 % and 47 %, against 6.6 % and 7.9 % with `bbr-shared`;
-/// docs/benchmarks-notes.md). A client's paths are its own, so the client keeps `bbr`.
+/// docs/benchmarks-notes.md). A client's paths are its own, so the client keeps `bbr`. While
+/// only one session sends, the server tells it so (`crate::crowd`) and its ProbeRTT drains
+/// to one BDP, as `bbr`'s does: a lone download does not pay for the crowd's drain.
 pub const SERVER_CONGESTION: Algorithm = Algorithm::BbrShared;
 
 impl ServerSettings {

@@ -105,6 +105,8 @@ pub struct Driver<R: Role> {
     batch: TransmitBatch,
     /// Stream ids of one `pump_all` round (kept: no allocation per round).
     pumping: Vec<StreamId>,
+    /// The server's count of sessions sending at once (server; see [`crate::crowd`]).
+    crowd: Option<crate::crowd::Member>,
 }
 
 /// How a driver is wired.
@@ -151,6 +153,7 @@ impl<R: Role> Driver<R> {
             incoming: Vec::new(),
             batch: TransmitBatch::new(),
             pumping: Vec::new(),
+            crowd: None,
             board,
             peer_label,
             rates: RateMemory::default(),
@@ -170,6 +173,12 @@ impl<R: Role> Driver<R> {
         self.receiving.insert(id, Receiver::new(&link));
         self.sockets.insert(id, link);
         self.labels.insert(id, label);
+    }
+
+    /// Counts the session in `member`'s crowd and tells it, at every status refresh, whether
+    /// another session sends at the same time (server).
+    pub fn join_crowd(&mut self, member: crate::crowd::Member) {
+        self.crowd = Some(member);
     }
 
     /// Uses `link` for every path without a socket of its own (server).
@@ -259,6 +268,13 @@ impl<R: Role> Driver<R> {
             let more = self.transmit(now).await;
             if status_at.elapsed() >= STATUS_EVERY {
                 status_at = Instant::now();
+                if let Some(member) = self.crowd.as_mut() {
+                    let shared = member.update(self.session.unsent_bytes() > 0);
+                    if shared != self.session.shared_bottleneck() {
+                        tracing::debug!(session = %session_label(&self.session), shared, "bottleneck sharing changed");
+                        self.session.set_shared_bottleneck(shared);
+                    }
+                }
                 self.steer(now);
                 self.publish();
                 let paths: Vec<PathInfo> =

@@ -12,6 +12,7 @@ pub mod classes;
 pub mod client;
 pub mod config;
 pub mod control;
+pub mod crowd;
 pub mod driver;
 pub mod egress;
 pub mod error;

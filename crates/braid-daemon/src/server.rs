@@ -151,6 +151,8 @@ struct EndpointLoop {
     drivers: JoinSet<()>,
     ended_tx: mpsc::UnboundedSender<SessionId>,
     jobs: mpsc::Sender<Box<HandshakeJob>>,
+    /// How many sessions are sending at once (their drivers count themselves).
+    crowd: crate::crowd::Crowd,
     /// When the endpoint's counters were last published (at most every 100 ms: under a flood
     /// every datagram may come in a batch of its own).
     published: Option<Instant>,
@@ -220,6 +222,7 @@ impl EndpointLoop {
             drivers: JoinSet::new(),
             ended_tx,
             jobs,
+            crowd: crate::crowd::Crowd::new(),
             published: None,
             shards,
         };
@@ -367,6 +370,7 @@ impl EndpointLoop {
         // sockets, so no one socket's lock is shared by every driver.
         let k = crate::udp::socket_of(id, self.links.len());
         driver.set_default_socket(self.links[k].clone());
+        driver.join_crowd(self.crowd.join());
         let ended = self.ended_tx.clone();
         let run = async move {
             let _ = driver.run().await;

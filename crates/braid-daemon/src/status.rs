@@ -154,6 +154,11 @@ pub struct SessionStatus {
     /// wait in standby (`admitted: false` on the path).
     #[serde(default)]
     pub path_admission: bool,
+    /// Whether other senders may share this session's bottlenecks: on a server, whether
+    /// another session is sending at the same time (`crate::crowd`; `bbr-shared` then drains
+    /// ProbeRTT to half a BDP, else to one); true where nothing counts (a client).
+    #[serde(default)]
+    pub shared_bottleneck: bool,
     /// The daemon's uptime when these counters were read, s: a reader turns the counters of
     /// two documents into rates over exactly its own sampling interval.
     #[serde(default)]
@@ -412,6 +417,7 @@ pub fn session_status(
         acks_offloaded: offload.offloaded,
         acks_dropped: offload.dropped,
         path_admission: s.policy().admission,
+        shared_bottleneck: s.shared_bottleneck(),
         sampled_s: 0.0,
     }
 }

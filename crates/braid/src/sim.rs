@@ -31,7 +31,7 @@ pub struct SimArgs {
     /// Packet scheduler.
     #[arg(long, default_value = "minrtt", help = scheduler_help())]
     scheduler: Kind,
-    /// Congestion controller of every path: bbr, cubic or newreno.
+    /// Congestion controller of every path: bbr, bbr-shared, cubic or newreno.
     #[arg(long, default_value = "bbr", value_parser = parse_cc)]
     congestion: Algorithm,
     /// Virtual duration of the run.

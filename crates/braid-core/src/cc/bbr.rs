@@ -81,6 +81,9 @@ pub struct Bbr {
     latency_bound: bool,
     /// The ProbeRTT window as a share of the bandwidth-delay product.
     probe_rtt_gain: f64,
+    /// Whether other flows may share the bottleneck (see [`Controller::set_shared_bottleneck`]);
+    /// while not, ProbeRTT drains to one BDP whatever `probe_rtt_gain` says.
+    shared_bottleneck: bool,
     name: &'static str,
 }
 
@@ -113,6 +116,7 @@ impl Bbr {
             probe_rtt_base: None,
             latency_bound: false,
             probe_rtt_gain: 1.0,
+            shared_bottleneck: true,
             name: "bbr",
         }
     }
@@ -129,7 +133,9 @@ impl Bbr {
     /// BBR relies on, Cardwell et al., ACM Queue 2016). In `braid-sim`'s crowd of 20 sessions
     /// through 50 Mbit/s (goodput over the second half of 60 s) the largest deviation from the
     /// mean goodput goes from 33 % to 6.6 %. The cost: a lone path whose samples never come back within 1/64 of its
-    /// minimum probes every 10 s at half its rate for 200 ms, about 1 % of its goodput.
+    /// minimum probes every 10 s at half its rate for 200 ms, about 1 % of its goodput; a
+    /// sender that knows it is alone says so ([`Controller::set_shared_bottleneck`]) and
+    /// drains to one BDP.
     pub fn shared(mss: u64) -> Self {
         Bbr { probe_rtt_gain: SHARED_PROBE_RTT_GAIN, name: "bbr-shared", ..Bbr::new(mss) }
     }
@@ -150,7 +156,8 @@ impl Bbr {
         };
         match base {
             Some(rtt) if self.btl_bw > 0.0 => {
-                ((self.probe_rtt_gain * self.btl_bw * rtt.as_secs_f64()) as u64).max(self.min_window())
+                let gain = if self.shared_bottleneck { self.probe_rtt_gain } else { 1.0 };
+                ((gain * self.btl_bw * rtt.as_secs_f64()) as u64).max(self.min_window())
             }
             _ => self.min_window(),
         }
@@ -408,6 +415,10 @@ impl Controller for Bbr {
 
     fn set_latency_bound(&mut self, on: bool) {
         self.latency_bound = on;
+    }
+
+    fn set_shared_bottleneck(&mut self, shared: bool) {
+        self.shared_bottleneck = shared;
     }
 
     fn in_slow_start(&self) -> bool {

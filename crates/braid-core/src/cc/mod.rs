@@ -106,6 +106,11 @@ pub trait Controller: fmt::Debug + Send + Sync {
     /// (issue 11). Controllers without a rate model (loss-based ones fill the queue by
     /// design) ignore it.
     fn set_latency_bound(&mut self, _on: bool) {}
+    /// Whether other senders' flows may share this path's bottleneck (true until told
+    /// otherwise). A server sending to one client at a time knows it is alone; `bbr-shared`
+    /// then drains ProbeRTT to one BDP as `bbr` does, where a crowd needs half
+    /// ([`bbr::Bbr::shared`]). Other controllers ignore it.
+    fn set_shared_bottleneck(&mut self, _shared: bool) {}
     /// True while the controller is in slow start (or BBR's startup).
     fn in_slow_start(&self) -> bool;
     /// A copy of the full state, for blackout freeze (seed 003): saved when a path is

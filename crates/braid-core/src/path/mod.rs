@@ -355,6 +355,12 @@ impl Path {
         self.cc.set_latency_bound(on);
     }
 
+    /// Tells the path's controller whether other senders may share its bottleneck
+    /// ([`crate::cc::Controller::set_shared_bottleneck`]).
+    pub fn set_shared_bottleneck(&mut self, shared: bool) {
+        self.cc.set_shared_bottleneck(shared);
+    }
+
     /// The path may carry datagrams of up to `bytes` (its interface's limit, or one that
     /// large arrived on it), within `most`: its MTU search may rise to that
     /// ([`mtu::MtuDiscovery::raise_ceiling`]).

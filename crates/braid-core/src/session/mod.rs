@@ -30,6 +30,7 @@ mod recv;
 mod reports;
 mod schedulers;
 mod scheduling;
+mod sharing;
 mod stall;
 mod streams_api;
 mod timers;
@@ -170,6 +171,9 @@ pub struct Session {
     stall: stall::StallWatch,
     /// Lost stream bytes, recorded when asked for (see `lost_log`).
     lost_log: Option<VecDeque<lost_log::LostRange>>,
+    /// Whether other senders may share the paths' bottlenecks (see
+    /// [`Session::set_shared_bottleneck`]).
+    shared_bottleneck: bool,
 }
 
 impl fmt::Debug for Session {
@@ -233,6 +237,7 @@ impl Session {
             fetch: Default::default(),
             stall: Default::default(),
             lost_log: None,
+            shared_bottleneck: true,
             config,
         }
     }

@@ -169,6 +169,7 @@ impl Session {
         let latency = self.class_limits.latency_active(now);
         for p in &mut self.paths {
             p.set_latency_bound(latency);
+            p.set_shared_bottleneck(self.shared_bottleneck);
         }
         loop {
             let Some(info) = self.next_packet_info(now) else {

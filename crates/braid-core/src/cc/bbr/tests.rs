@@ -198,3 +198,24 @@ fn the_shared_variant_drains_probe_rtt_to_half_a_bdp_also_when_frozen() {
     assert_eq!(shared.bbr.clone_box().name(), "bbr-shared");
     assert_eq!(plain.bbr.clone_box().name(), "bbr");
 }
+
+#[test]
+fn the_shared_variant_told_it_is_alone_drains_to_one_bdp() {
+    // A server sending to one client at a time (`braid_daemon::crowd`): no crowd's queue to
+    // empty, so ProbeRTT drains as plain BBR does, and deep again once others send.
+    let mut shared = Driver { bbr: Bbr::shared(MSS), ..Driver::new() };
+    for rate in [1e6, 2e6, 4e6, 4e6, 4e6, 4e6] {
+        shared.round(rate);
+    }
+    shared.bbr.set_shared_bottleneck(false);
+    assert!((shared.bbr.probe_rtt_window() as f64 - 80_000.0).abs() <= 1.0);
+    shared.bbr.set_shared_bottleneck(true);
+    assert!((shared.bbr.probe_rtt_window() as f64 - 40_000.0).abs() <= 1.0);
+    // Plain BBR drains to one BDP either way.
+    let mut plain = Driver::new();
+    for rate in [1e6, 2e6, 4e6, 4e6, 4e6, 4e6] {
+        plain.round(rate);
+    }
+    plain.bbr.set_shared_bottleneck(true);
+    assert!((plain.bbr.probe_rtt_window() as f64 - 80_000.0).abs() <= 1.0);
+}
