@@ -43,7 +43,7 @@ def main():
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--duration", default="30s")
     ap.add_argument("--schedulers", default="edpf,minrtt")
-    ap.add_argument("--congestion", default=None)
+    ap.add_argument("--congestion", default=None, choices=["bbr", "bbr-shared", "cubic", "newreno"])
     a = ap.parse_args()
     braid = os.environ.get("BRAID", os.path.join(os.path.dirname(__file__), "..", "target", "release", "braid"))
     rng = random.Random(a.seed)
@@ -75,7 +75,7 @@ def main():
         clean = sum(1 for _, cells in rows if cells[k][3] <= BOUND)
         holds_ms = sorted(cells[k][4] for _, cells in rows)
         print(
-            f"{s}: steady reorder <= {BOUND} on {within} of {len(rows)} mixes "
+            f"{s} ({a.congestion or 'bbr'}): steady reorder <= {BOUND} on {within} of {len(rows)} mixes "
             f"({clean} outside loss recovery); efficiency < 0.8 on {weak}; "
             f"hold outside loss recovery, ms at the summed rate: median {holds_ms[len(holds_ms) // 2]:.1f}, "
             f"within 10 ms on {sum(1 for h in holds_ms if h <= 10.0)}"

@@ -3,8 +3,9 @@
 //! default controller) drains ProbeRTT to half a bandwidth-delay product so that a crowd's
 //! queue empties and every session's minimum RTT meets it (`braid_core::cc::bbr::Bbr::shared`);
 //! a session sending alone needs one BDP, as `bbr` drains, and the deeper drain only costs it
-//! goodput and reorder. Each driver counts itself busy here and tells its session whether
-//! another session is busy (`Session::set_shared_bottleneck`).
+//! goodput and reorder. Every 500 ms each driver counts its session busy here while it has a
+//! backlog and sent data since the last count (`Session::is_busy_sending`), and tells it
+//! whether another session is busy (`Session::set_shared_bottleneck`).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -12,12 +13,14 @@ use std::sync::Arc;
 /// The server's count of busy sessions, shared by every driver.
 #[derive(Debug, Clone, Default)]
 pub struct Crowd {
+    /// Members counted busy now.
     busy: Arc<AtomicUsize>,
 }
 
 /// One session's place in a [`Crowd`]; it leaves the count when dropped.
 #[derive(Debug)]
 pub struct Member {
+    /// The crowd's count.
     busy: Arc<AtomicUsize>,
     /// Counted as busy now.
     counted: bool,
@@ -43,8 +46,8 @@ impl Crowd {
 }
 
 impl Member {
-    /// Records whether the session has a backlog now (stream bytes its paths have not taken
-    /// yet) and returns whether another session is busy. A session counts as busy while it
+    /// Records whether the session is sending a backlog now (`Session::is_busy_sending`) and
+    /// returns whether another session is busy. A session counts as busy while it
     /// had a backlog at this update or the one before, so that one sample between two writes
     /// of a bulk transfer does not take it out.
     pub fn update(&mut self, backlog: bool) -> bool {

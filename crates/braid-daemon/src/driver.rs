@@ -269,7 +269,7 @@ impl<R: Role> Driver<R> {
             if status_at.elapsed() >= STATUS_EVERY {
                 status_at = Instant::now();
                 if let Some(member) = self.crowd.as_mut() {
-                    let shared = member.update(self.session.unsent_bytes() > 0);
+                    let shared = member.update(self.session.is_busy_sending(now, STATUS_EVERY));
                     if shared != self.session.shared_bottleneck() {
                         tracing::debug!(session = %session_label(&self.session), shared, "bottleneck sharing changed");
                         self.session.set_shared_bottleneck(shared);

@@ -157,7 +157,7 @@ pub struct SessionStatus {
     /// Whether other senders may share this session's bottlenecks: on a server, whether
     /// another session is sending at the same time (`crate::crowd`; `bbr-shared` then drains
     /// ProbeRTT to half a BDP, else to one); true where nothing counts (a client).
-    #[serde(default)]
+    #[serde(default = "yes")]
     pub shared_bottleneck: bool,
     /// The daemon's uptime when these counters were read, s: a reader turns the counters of
     /// two documents into rates over exactly its own sampling interval.

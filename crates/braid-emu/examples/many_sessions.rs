@@ -33,7 +33,7 @@ use braid_daemon::config::{ClientPolicy, UsageFile};
 use braid_daemon::egress::EgressPolicy;
 use braid_daemon::{start_client, start_server, ClientHandle, ClientSettings, ServerSettings};
 use braid_emu::bottleneck::Bottleneck;
-use braid_emu::testbed::{client_settings, Keys, TestbedConfig};
+use braid_emu::testbed::{client_settings, endless_source, Keys, TestbedConfig};
 use braid_sim::LinkSpec;
 use fast_socks5::client::{Config, Socks5Stream};
 use std::io::{BufRead, BufReader, Write};
@@ -245,20 +245,6 @@ impl Drop for ServerProcess {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// A TCP source that sends without end to every connection.
-async fn endless_source() -> std::io::Result<SocketAddr> {
-    let listener = TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    tokio::spawn(async move {
-        let block = Arc::new(vec![0x5au8; 64 * 1024]);
-        while let Ok((mut conn, _)) = listener.accept().await {
-            let block = block.clone();
-            tokio::spawn(async move { while conn.write_all(&block).await.is_ok() {} });
-        }
-    });
-    Ok(addr)
 }
 
 /// What a [`counting_sink`] saw: which sessions named themselves, and connections it could not
@@ -527,11 +513,13 @@ async fn run(args: Args) -> Result<(), String> {
         let show =
             |ix: &[usize]| ix.iter().map(|&i| format!("#{i} {:.2}", rates[i])).collect::<Vec<_>>().join(", ");
         let k = order.len().min(3);
-        println!("slowest: {}; fastest: {}", show(&order[..k]), show(&order[order.len() - k..]));
+        // (With fewer than six sessions the two lists would overlap.)
+        let top = order.len().saturating_sub(3).max(k);
+        println!("slowest: {}; fastest: {}", show(&order[..k]), show(&order[top..]));
         // Uploads: each shown session's sending path as its client ends (why sessions differ:
         // a minimum RTT found behind the others' queue sizes a larger window).
         if args.upload {
-            for &i in order[..k].iter().chain(&order[order.len() - k..]) {
+            for &i in order[..k].iter().chain(&order[top..]) {
                 // (A late session's client has stopped; the others keep their index.)
                 let path = clients.get(i).filter(|_| i < first_late).map_or("stopped".into(), client_path);
                 println!("  #{i}: {path}");

@@ -287,6 +287,34 @@ pub async fn udp_echo() -> std::io::Result<SocketAddr> {
     Ok(addr)
 }
 
+/// The server's client list for `keys`, named `c0`, `c1`, … in their order.
+pub fn named_clients(keys: &[Keys]) -> Vec<ClientPolicy> {
+    keys.iter()
+        .enumerate()
+        .map(|(i, k)| ClientPolicy {
+            name: format!("c{i}"),
+            key: k.client.public_key(),
+            max_streams: 64,
+            max_udp: 8,
+        })
+        .collect()
+}
+
+/// A TCP source that sends without end to every connection: a download that lasts as long as
+/// its reader.
+pub async fn endless_source() -> std::io::Result<SocketAddr> {
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    tokio::spawn(async move {
+        let block = Arc::new(vec![0x5au8; 64 * 1024]);
+        while let Ok((mut conn, _)) = listener.accept().await {
+            let block = block.clone();
+            tokio::spawn(async move { while conn.write_all(&block).await.is_ok() {} });
+        }
+    });
+    Ok(addr)
+}
+
 /// Downloads everything `target` sends, through the SOCKS5 proxy at `socks`; `progress` is
 /// called with the byte count as data arrives.
 pub async fn download_socks(

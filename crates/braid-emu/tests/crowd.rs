@@ -1,17 +1,20 @@
 //! The server tells each session whether another one is sending (`braid_daemon::crowd`): a
 //! lone download's `bbr-shared` paths then drain ProbeRTT to one BDP as `bbr` does, and to
-//! half a BDP (the crowd's drain) once a second session sends through the same uplink. The
+//! half a BDP (the crowd's drain) while a second session sends through the same uplink. The
 //! status API shows it per session (`shared_bottleneck`).
 
 use braid_core::SessionConfig;
-use braid_daemon::config::ClientPolicy;
 use braid_daemon::{start_client, start_server, ServerHandle};
 use braid_emu::bottleneck::Bottleneck;
 use braid_emu::testbed::{
-    client_settings, download_socks, server_settings, start_source, Keys, TestbedConfig,
+    client_settings, download_socks, endless_source, named_clients, server_settings, Keys, TestbedConfig,
 };
 use braid_sim::LinkSpec;
 use std::time::{Duration, Instant};
+
+/// How long the status may take to show a change (it needs two 500 ms counts; the rest is
+/// room for a loaded machine).
+const LIMIT: Duration = Duration::from_secs(20);
 
 /// Each session's (client name, shared_bottleneck) as the server's status shows them.
 fn sharing(server: &ServerHandle) -> Vec<(String, bool)> {
@@ -21,17 +24,17 @@ fn sharing(server: &ServerHandle) -> Vec<(String, bool)> {
     v
 }
 
-/// Polls the server's status every 100 ms, for at most `limit`, until it shows `want`.
-async fn wait_for(server: &ServerHandle, want: &[(&str, bool)], limit: Duration) -> Result<(), String> {
+/// Polls the server's status every 100 ms, for at most [`LIMIT`], until it shows `want`.
+async fn wait_for(server: &ServerHandle, want: &[(&str, bool)]) -> Result<(), String> {
     let want: Vec<(String, bool)> = want.iter().map(|(n, b)| (n.to_string(), *b)).collect();
-    let end = Instant::now() + limit;
+    let end = Instant::now() + LIMIT;
     loop {
         let seen = sharing(server);
         if seen == want {
             return Ok(());
         }
         if Instant::now() >= end {
-            return Err(format!("the status showed {seen:?} after {limit:?}, not {want:?}"));
+            return Err(format!("the status showed {seen:?} after {LIMIT:?}, not {want:?}"));
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -48,20 +51,11 @@ async fn a_session_shares_its_bottleneck_only_while_another_sends() {
     let session =
         SessionConfig { congestion: braid_daemon::config::SERVER_CONGESTION, ..SessionConfig::default() };
     let mut ss = server_settings(&keys[0], session, true);
-    ss.clients = keys
-        .iter()
-        .enumerate()
-        .map(|(i, k)| ClientPolicy {
-            name: format!("c{i}"),
-            key: k.client.public_key(),
-            max_streams: 64,
-            max_udp: 8,
-        })
-        .collect();
+    ss.clients = named_clients(&keys);
     let server = start_server(ss).await.unwrap();
-    // One 40 Mbit/s uplink for both: 64 MB takes 13 s, longer than the test looks.
+    // One 40 Mbit/s uplink for both, and downloads that last until they are stopped.
     let uplink = Bottleneck::start(server.addr, LinkSpec::parse("40mbit/5ms").unwrap(), 3).await.unwrap();
-    let source = start_source(64 << 20, 9).await.unwrap();
+    let source = endless_source().await.unwrap();
     let mut clients = Vec::new();
     for k in &keys {
         let cfg = TestbedConfig::new(Vec::new());
@@ -69,22 +63,26 @@ async fn a_session_shares_its_bottleneck_only_while_another_sends() {
         assert!(c.wait_connected(Duration::from_secs(10)).await, "a session did not come up");
         clients.push(c);
     }
-    let limit = Duration::from_secs(5);
     let download = |i: usize| {
-        let (socks, target) = (clients[i].socks_addr.unwrap(), source.addr);
-        tokio::spawn(async move { download_socks(socks, target, |_| {}).await })
+        let socks = clients[i].socks_addr.unwrap();
+        tokio::spawn(async move { download_socks(socks, source, |_| {}).await })
     };
     // c0 downloads alone: it is told so; idle c1 would share once it sends.
     let first = download(0);
-    let alone = wait_for(&server, &[("c0", false), ("c1", true)], limit).await;
+    let alone = wait_for(&server, &[("c0", false), ("c1", true)]).await;
     // Both download: each shares with the other.
     let second = download(1);
-    let both = wait_for(&server, &[("c0", true), ("c1", true)], limit).await;
-    first.abort();
+    let both = wait_for(&server, &[("c0", true), ("c1", true)]).await;
+    // c1 stops: c0 is alone again.
     second.abort();
+    let again = wait_for(&server, &[("c0", false), ("c1", true)]).await;
+    let ended = first.is_finished();
+    first.abort();
     for c in &clients {
         c.stop();
     }
-    alone.unwrap();
-    both.unwrap();
+    let context = if ended { " (c0's download had ended)" } else { "" };
+    alone.map_err(|e| format!("c0 alone: {e}{context}")).unwrap();
+    both.map_err(|e| format!("both sending: {e}{context}")).unwrap();
+    again.map_err(|e| format!("c0 alone again: {e}{context}")).unwrap();
 }

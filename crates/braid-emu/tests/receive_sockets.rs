@@ -4,10 +4,9 @@
 //! socket received.
 
 use braid_core::SessionConfig;
-use braid_daemon::config::ClientPolicy;
 use braid_daemon::{start_client, start_server};
 use braid_emu::testbed::{
-    client_settings, download_socks, server_settings, start_source, Keys, TestbedConfig,
+    client_settings, download_socks, named_clients, server_settings, start_source, Keys, TestbedConfig,
 };
 use std::time::Duration;
 
@@ -22,16 +21,7 @@ async fn sessions_spread_over_four_sockets_download_intact() {
         .map(|_| Keys { client: braid_daemon::keyfile::generate(), server: server_key.clone() })
         .collect();
     let mut ss = server_settings(&keys[0], SessionConfig::default(), true);
-    ss.clients = keys
-        .iter()
-        .enumerate()
-        .map(|(i, k)| ClientPolicy {
-            name: format!("c{i}"),
-            key: k.client.public_key(),
-            max_streams: 64,
-            max_udp: 8,
-        })
-        .collect();
+    ss.clients = named_clients(&keys);
     ss.receive_sockets = SOCKETS;
     let server = start_server(ss).await.unwrap();
     let source = start_source(2 << 20, 5).await.unwrap();

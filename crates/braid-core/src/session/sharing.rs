@@ -5,16 +5,21 @@
 //! (`braid_daemon::crowd`) and tells each session here.
 
 use super::Session;
+use crate::time::Timestamp;
+use std::time::Duration;
 
 impl Session {
-    /// Stream bytes the application has written that no packet has carried yet (within the
-    /// peer's flow-control credit): the session has more to send than its paths took.
-    pub fn unsent_bytes(&self) -> u64 {
-        self.streams.unsent_total()
+    /// True while the session has stream bytes its paths have not taken yet (within the
+    /// peer's flow-control credit) and sent application data within `within` of `now`: it
+    /// keeps its bottlenecks' queues busy. A backlog behind paths that carry nothing (a
+    /// blackout, a client gone) does not count.
+    pub fn is_busy_sending(&self, now: Timestamp, within: Duration) -> bool {
+        self.streams.unsent_total() > 0
+            && self.last_data_sent.is_some_and(|t| now.saturating_since(t) <= within)
     }
 
     /// Whether other senders may share this session's bottlenecks (true until told otherwise).
-    /// Every path's controller is told on the next transmit
+    /// Every path's controller is told when the session next polls for data to send
     /// ([`crate::cc::Controller::set_shared_bottleneck`]).
     pub fn set_shared_bottleneck(&mut self, shared: bool) {
         self.shared_bottleneck = shared;
