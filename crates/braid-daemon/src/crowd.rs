@@ -24,8 +24,8 @@ pub struct Member {
     busy: Arc<AtomicUsize>,
     /// Counted as busy now.
     counted: bool,
-    /// It had a backlog at the previous update.
-    backlog_before: bool,
+    /// It was sending a backlog at the previous update.
+    sending_before: bool,
 }
 
 impl Crowd {
@@ -36,7 +36,7 @@ impl Crowd {
 
     /// A new member, not busy.
     pub fn join(&self) -> Member {
-        Member { busy: self.busy.clone(), counted: false, backlog_before: false }
+        Member { busy: self.busy.clone(), counted: false, sending_before: false }
     }
 
     /// Sessions counted busy now.
@@ -47,12 +47,12 @@ impl Crowd {
 
 impl Member {
     /// Records whether the session is sending a backlog now (`Session::is_busy_sending`) and
-    /// returns whether another session is busy. A session counts as busy while it
-    /// had a backlog at this update or the one before, so that one sample between two writes
-    /// of a bulk transfer does not take it out.
-    pub fn update(&mut self, backlog: bool) -> bool {
-        let busy = backlog || self.backlog_before;
-        self.backlog_before = backlog;
+    /// returns whether another session is busy. A session counts as busy while it was
+    /// sending at this update or the one before, so that one sample between two writes of a
+    /// bulk transfer does not take it out.
+    pub fn update(&mut self, sending: bool) -> bool {
+        let busy = sending || self.sending_before;
+        self.sending_before = sending;
         if busy != self.counted {
             if busy {
                 self.busy.fetch_add(1, Ordering::Relaxed);
