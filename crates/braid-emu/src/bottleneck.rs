@@ -41,7 +41,7 @@ impl Drop for Bottleneck {
 impl Bottleneck {
     /// Starts a bottleneck on 127.0.0.1 towards `server`, each direction shaped by `spec`.
     pub async fn start(server: SocketAddr, spec: LinkSpec, seed: u64) -> io::Result<Bottleneck> {
-        let front = Arc::new(UdpSocket::bind("127.0.0.1:0").await?);
+        let front = Arc::new(crate::socket::bind(([127, 0, 0, 1], 0).into())?);
         let addr = front.local_addr()?;
         let task = tokio::spawn(run(front, server, spec, seed));
         Ok(Bottleneck { addr, task })
@@ -94,7 +94,7 @@ async fn run(front: Arc<UdpSocket>, server: SocketAddr, mut spec: LinkSpec, seed
             if outer.len() >= MAX_CLIENTS {
                 continue;
             }
-            let Ok(socket) = UdpSocket::bind("127.0.0.1:0").await else { continue };
+            let Ok(socket) = crate::socket::bind(([127, 0, 0, 1], 0).into()) else { continue };
             let socket = Arc::new(socket);
             let (rx, tx) = (socket.clone(), to_main.clone());
             let reader = tokio::spawn(async move {

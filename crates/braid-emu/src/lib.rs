@@ -10,6 +10,7 @@
 
 pub mod bottleneck;
 mod relay;
+mod socket;
 pub mod testbed;
 
 pub use relay::{OuterAddress, Relay, RelayHandle, RelayStats, Stale, DEFAULT_MTU, REPLAY_MEMORY};

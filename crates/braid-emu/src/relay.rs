@@ -243,7 +243,7 @@ struct Outer {
 impl Outer {
     /// Moves to a fresh socket; the current one becomes the old one.
     async fn rebind(&mut self, shared: &Shared) -> io::Result<SocketAddr> {
-        let socket = Arc::new(UdpSocket::bind(self.bind).await?);
+        let socket = Arc::new(crate::socket::bind(self.bind)?);
         let address = OuterAddress::new(socket.local_addr()?);
         shared.outer.lock().unwrap_or_else(|e| e.into_inner()).push(address.clone());
         self.old = Some(std::mem::replace(&mut self.current, (socket, address.clone())));
@@ -269,10 +269,10 @@ impl Relay {
         spec: LinkSpec,
         seed: u64,
     ) -> io::Result<RelayHandle> {
-        let front = Arc::new(UdpSocket::bind(listen).await?);
+        let front = Arc::new(crate::socket::bind(listen)?);
         let back_bind: SocketAddr = if server.is_ipv4() { "127.0.0.1:0".parse() } else { "[::1]:0".parse() }
             .expect("literal address");
-        let back = Arc::new(UdpSocket::bind(back_bind).await?);
+        let back = Arc::new(crate::socket::bind(back_bind)?);
         let address = OuterAddress::new(back.local_addr()?);
         let addr = front.local_addr()?;
         let shared = Arc::new(Shared {
