@@ -421,6 +421,10 @@ impl Controller for Bbr {
         self.shared_bottleneck = shared;
     }
 
+    fn shared_bottleneck(&self) -> Option<bool> {
+        Some(self.shared_bottleneck)
+    }
+
     fn in_slow_start(&self) -> bool {
         self.state == State::Startup
     }

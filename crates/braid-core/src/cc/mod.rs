@@ -111,6 +111,11 @@ pub trait Controller: fmt::Debug + Send + Sync {
     /// then drains ProbeRTT to one BDP as `bbr` does, where a crowd needs half
     /// ([`bbr::Bbr::shared`]). Other controllers ignore it.
     fn set_shared_bottleneck(&mut self, _shared: bool) {}
+    /// What the controller was last told by [`set_shared_bottleneck`](Self::set_shared_bottleneck),
+    /// or None for a controller that ignores it.
+    fn shared_bottleneck(&self) -> Option<bool> {
+        None
+    }
     /// True while the controller is in slow start (or BBR's startup).
     fn in_slow_start(&self) -> bool;
     /// A copy of the full state, for blackout freeze (seed 003): saved when a path is

@@ -29,6 +29,7 @@ impl Session {
             loss_rate: p.monitor.loss_rate,
             jitter: p.monitor.jitter,
             congestion: p.cc.name(),
+            shared_bottleneck: p.cc.shared_bottleneck(),
             stats: p.stats.clone(),
             monitor_state: p.monitor_state(),
             capacity: p.capacity(self.last_activity),
@@ -82,6 +83,9 @@ pub struct PathInfo {
     pub jitter: Duration,
     /// Congestion controller name.
     pub congestion: &'static str,
+    /// Whether the controller takes its bottleneck as shared with other senders
+    /// ([`crate::cc::Controller::set_shared_bottleneck`]); None for one that ignores it.
+    pub shared_bottleneck: Option<bool>,
     /// Counters.
     pub stats: PathStats,
     /// State as the path monitor reports it (probing, active, standby, suspect, down).
