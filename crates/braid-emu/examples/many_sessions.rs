@@ -26,8 +26,10 @@
 //!
 //! Targets (issue 13): ≤ 100 MB server RSS with 1,000 idle sessions; 100 active sessions within
 //! 10 % of each other. The last line is one JSON object with the figures, among them
-//! `socket_drops`: datagrams the host dropped at full socket buffers while the sessions were
-//! active (host-wide, from /proc/net/snmp), which must be 0 for the spread to be the link's.
+//! `socket_drops`: IPv4 datagrams dropped at full socket buffers in this network namespace
+//! while the sessions were active (`RcvbufErrors` in /proc/net/snmp; the bottleneck runs on
+//! 127.0.0.1), which must be 0 for the spread to be the link's. Where it is not, raise
+//! `net.core.rmem_max`.
 
 use braid_core::units::parse_duration;
 use braid_core::{SessionConfig, StaticSecret};
@@ -360,8 +362,8 @@ async fn drain(
     Ok(())
 }
 
-/// Datagrams this host's UDP sockets have dropped for a full receive buffer
-/// (`RcvbufErrors` in /proc/net/snmp), or None where that cannot be read. A drop there
+/// IPv4 datagrams this network namespace's UDP sockets have dropped for a full receive
+/// buffer (`RcvbufErrors` in /proc/net/snmp), or None where that cannot be read. A drop there
 /// happens outside the bottleneck's link model, so a run that sees any measures the harness
 /// as well as the link.
 fn socket_drops() -> Option<u64> {

@@ -111,8 +111,9 @@ pub trait Controller: fmt::Debug + Send + Sync {
     /// then drains ProbeRTT to one BDP as `bbr` does, where a crowd needs half
     /// ([`bbr::Bbr::shared`]). Other controllers ignore it.
     fn set_shared_bottleneck(&mut self, _shared: bool) {}
-    /// What the controller was last told by [`set_shared_bottleneck`](Self::set_shared_bottleneck),
-    /// or None for a controller that ignores it.
+    /// What the controller was last told by [`set_shared_bottleneck`](Self::set_shared_bottleneck)
+    /// (the BBR family records it; only `bbr-shared` acts on it), or None for a controller that
+    /// does not record it.
     fn shared_bottleneck(&self) -> Option<bool> {
         None
     }

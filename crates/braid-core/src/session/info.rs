@@ -83,8 +83,9 @@ pub struct PathInfo {
     pub jitter: Duration,
     /// Congestion controller name.
     pub congestion: &'static str,
-    /// Whether the controller takes its bottleneck as shared with other senders
-    /// ([`crate::cc::Controller::set_shared_bottleneck`]); None for one that ignores it.
+    /// What the controller was last told about sharing its bottleneck with other senders
+    /// ([`crate::cc::Controller::shared_bottleneck`]; None for one that does not record it).
+    /// The daemon's status shows the session's flag, which every path follows.
     pub shared_bottleneck: Option<bool>,
     /// Counters.
     pub stats: PathStats,
