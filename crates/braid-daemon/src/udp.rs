@@ -15,11 +15,9 @@ use std::sync::Arc;
 use tokio::io::Interest;
 use tokio::net::UdpSocket;
 
+mod buffers;
 mod receive;
 pub use receive::{Incoming, Receiver};
-
-/// Socket buffer sizes asked of the kernel.
-const SOCKET_BUFFER: usize = 8 << 20;
 
 /// One UDP socket and its quinn-udp state.
 #[derive(Clone)]
@@ -83,8 +81,7 @@ impl UdpLink {
             s.bind_device(Some(dev.as_bytes()))
                 .map_err(|e| io::Error::new(e.kind(), format!("cannot bind to interface {dev}: {e}")))?;
         }
-        let _ = s.set_recv_buffer_size(SOCKET_BUFFER);
-        let _ = s.set_send_buffer_size(SOCKET_BUFFER);
+        buffers::size(&s);
         s.bind(&addr.into())?;
         s.set_nonblocking(true)?;
         let std_sock: std::net::UdpSocket = s.into();
