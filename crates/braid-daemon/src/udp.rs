@@ -207,13 +207,30 @@ pub fn steer_by_session(group: &[UdpLink]) -> io::Result<()> {
     ];
     let prog = libc::sock_fprog { len: program.len() as u16, filter: program.as_ptr().cast_mut() };
     // SAFETY: `prog` points at `program`, both alive for the call; the kernel copies them.
+    unsafe { set_option(first.socket.as_raw_fd(), libc::SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &prog) }
+}
+
+/// setsockopt(2) for the options socket2 does not offer: `value` as the option's bytes.
+///
+/// # Safety
+/// Any pointer inside `value` must be valid for what the kernel reads through it during the
+/// call (the kernel copies what it keeps).
+#[cfg(target_os = "linux")]
+unsafe fn set_option<T>(
+    fd: std::os::fd::RawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: &T,
+) -> io::Result<()> {
+    // SAFETY: `value` is a live T and its size is passed; the caller vouches for what it
+    // points at.
     let rc = unsafe {
         libc::setsockopt(
-            first.socket.as_raw_fd(),
-            libc::SOL_SOCKET,
-            SO_ATTACH_REUSEPORT_CBPF,
-            (&raw const prog).cast(),
-            std::mem::size_of::<libc::sock_fprog>() as libc::socklen_t,
+            fd,
+            level,
+            name,
+            (value as *const T).cast(),
+            std::mem::size_of::<T>() as libc::socklen_t,
         )
     };
     if rc == 0 {

@@ -146,9 +146,10 @@ impl Bbr {
 
     /// The window while probing the minimum RTT: one bandwidth-delay product (half for
     /// [`Bbr::shared`] while others may share the bottleneck, as v2), reached by pacing at 3/4
-    /// of the rate until the queue has drained. That empties the bottleneck queue — all ProbeRTT needs to see the minimum —
-    /// while the path keeps sending; v1 drops to four packets, which stalls the path for a
-    /// round trip and, on a bonded session, every stream scheduled across it.
+    /// of the rate until the queue has drained. That empties the bottleneck queue — all
+    /// ProbeRTT needs to see the minimum — while the path keeps sending; v1 drops to four
+    /// packets, which stalls the path for a round trip and, on a bonded session, every stream
+    /// scheduled across it.
     fn probe_rtt_window(&self) -> u64 {
         let base = match (self.probe_rtt_base, self.min_rtt) {
             (Some(a), Some(b)) => Some(a.min(b)),

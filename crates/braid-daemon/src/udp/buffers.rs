@@ -54,21 +54,8 @@ fn force(s: &Socket, which: Buffer) -> std::io::Result<()> {
         Buffer::Send => libc::SO_SNDBUFFORCE,
     };
     let value = SOCKET_BUFFER as libc::c_int;
-    // SAFETY: `value` is a live c_int and its size is passed; the kernel copies it.
-    let rc = unsafe {
-        libc::setsockopt(
-            s.as_raw_fd(),
-            libc::SOL_SOCKET,
-            name,
-            (&raw const value).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
+    // SAFETY: a plain c_int, no pointer inside.
+    unsafe { super::set_option(s.as_raw_fd(), libc::SOL_SOCKET, name, &value) }
 }
 
 /// Elsewhere there is no way past the cap.
