@@ -55,6 +55,7 @@
 pub mod cc;
 pub mod config;
 pub mod connect;
+pub mod crowd;
 pub mod crypto;
 pub mod datagram;
 pub mod endpoint;

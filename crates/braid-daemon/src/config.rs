@@ -624,10 +624,17 @@ pub fn key_name(key: &PublicKey) -> String {
 /// connects while the others keep that queue full takes several times its share (100
 /// downloads through 200 Mbit/s, the last 100 connecting into the queue: largest deviation
 /// from the mean 1557 % and 47 %, against 6.6 % and 7.9 % with `bbr-shared`;
-/// docs/benchmarks-notes.md). A client's paths are its own, so the client keeps `bbr`. While
-/// only one session sends, the server tells it so (`crate::crowd`) and its ProbeRTT drains
-/// to one BDP, as `bbr`'s does: a lone download does not pay for the crowd's drain.
+/// docs/benchmarks-notes.md). While only one session sends, the server tells it so
+/// (`braid_core::crowd`) and its ProbeRTT drains to one BDP, as `bbr`'s does: a lone download
+/// does not pay for the crowd's drain.
 pub const SERVER_CONGESTION: Algorithm = Algorithm::BbrShared;
+
+/// The client's congestion controller unless its file says otherwise: `bbr-shared` too. The
+/// clients' uploads share the server's ingress, which only the server sees; a client starts
+/// alone (its ProbeRTT drains to one BDP, as `bbr`'s) and drains as a crowd's while its
+/// server says in a SHARING frame that other sessions' uploads arrive too
+/// (`braid_core::session::sharing`). Against a server that never says so it runs as `bbr`.
+pub const CLIENT_CONGESTION: Algorithm = Algorithm::BbrShared;
 
 impl ServerSettings {
     /// Builds the server settings from an optional file and flags.
@@ -698,7 +705,11 @@ impl ClientSettings {
     /// Builds the client settings from an optional file and flags.
     pub fn load(file: Option<&Path>, flags: ClientFlags) -> Result<ClientSettings, Failure> {
         let f: ClientFile = load(file, &flags.sets)?;
-        let mut session = SessionConfig { cipher: Cipher::fastest_here(), ..SessionConfig::default() };
+        let mut session = SessionConfig {
+            cipher: Cipher::fastest_here(),
+            congestion: CLIENT_CONGESTION,
+            ..SessionConfig::default()
+        };
         f.session.apply(&mut session).map_err(Failure::Config)?;
         if let Some(k) = flags.scheduler {
             session.scheduler = k;
@@ -888,13 +899,14 @@ mod tests {
     }
 
     #[test]
-    fn the_server_defaults_to_bbr_shared_and_a_file_may_choose_another() {
+    fn the_daemon_defaults_to_bbr_shared_and_a_file_may_choose_another() {
         let flags = server_flags("cc.key");
         let s = ServerSettings::load(None, flags(vec![])).unwrap();
         assert_eq!(s.session.congestion, Algorithm::BbrShared);
         let s = ServerSettings::load(None, flags(vec!["session.congestion=bbr".into()])).unwrap();
         assert_eq!(s.session.congestion, Algorithm::Bbr);
-        // The core's own default (the client's, and the simulator's) stays plain BBR.
+        // The client's too; the core's own default (the simulator's) stays plain BBR.
+        assert_eq!(CLIENT_CONGESTION, Algorithm::BbrShared);
         assert_eq!(SessionConfig::default().congestion, Algorithm::Bbr);
     }
 
@@ -946,6 +958,7 @@ mod tests {
         assert_eq!((w.tier, w.weight, w.max_rate), (Tier::Secondary, Some(2), Some(1_000_000)));
         assert_eq!(w.cap.unwrap().action, CapAction::Throttle(125_000));
         assert_eq!(s.usage_file, UsageFile::Default);
+        assert_eq!(s.session.congestion, CLIENT_CONGESTION, "a client file without [session] congestion");
         let bad = write("links2.toml", &text.replace("cap_reset_day = 1", "cap_reset_day = 9"));
         let m = ClientSettings::load(Some(&bad), ClientFlags::default()).unwrap_err().to_string();
         assert!(m.contains("links.wwan0: cap_reset_day 9 is outside 1..=7"), "{m}");

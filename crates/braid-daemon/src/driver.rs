@@ -13,6 +13,7 @@ use crate::bridge::{pair, AppMsg, DriverEnd, Inbound, OpenError, StreamEnds};
 use crate::rates::RateMemory;
 use crate::status::{session_label, session_status, StatusBoard};
 use crate::udp::{canonical, Incoming, Receiver, UdpLink};
+use braid_core::crowd::Member;
 use braid_core::datagram::Datagram;
 use braid_core::scheduler::Kind;
 use braid_core::session::batch::TransmitBatch;
@@ -105,8 +106,18 @@ pub struct Driver<R: Role> {
     batch: TransmitBatch,
     /// Stream ids of one `pump_all` round (kept: no allocation per round).
     pumping: Vec<StreamId>,
-    /// The server's count of sessions sending at once (server; see [`crate::crowd`]).
-    crowd: Option<crate::crowd::Member>,
+    /// The server's counts of sessions sending and receiving at once (server; see
+    /// [`braid_core::crowd`]).
+    crowds: Option<Crowds>,
+}
+
+/// A server session's places in its host's two crowds.
+#[derive(Debug)]
+pub struct Crowds {
+    /// Sessions sending a backlog: they share the server's uplink.
+    pub sending: Member,
+    /// Sessions receiving data: their clients share the server's ingress.
+    pub receiving: Member,
 }
 
 /// How a driver is wired.
@@ -153,7 +164,7 @@ impl<R: Role> Driver<R> {
             incoming: Vec::new(),
             batch: TransmitBatch::new(),
             pumping: Vec::new(),
-            crowd: None,
+            crowds: None,
             board,
             peer_label,
             rates: RateMemory::default(),
@@ -175,10 +186,11 @@ impl<R: Role> Driver<R> {
         self.labels.insert(id, label);
     }
 
-    /// Counts the session in `member`'s crowd and tells it, at every status refresh, whether
-    /// another session sends at the same time (server).
-    pub fn join_crowd(&mut self, member: crate::crowd::Member) {
-        self.crowd = Some(member);
+    /// Counts the session in the server's crowds and tells it, at every status refresh,
+    /// whether another session sends at the same time, and its client whether another session
+    /// receives (server).
+    pub fn join_crowds(&mut self, crowds: Crowds) {
+        self.crowds = Some(crowds);
     }
 
     /// Uses `link` for every path without a socket of its own (server).
@@ -268,12 +280,14 @@ impl<R: Role> Driver<R> {
             let more = self.transmit(now).await;
             if status_at.elapsed() >= STATUS_EVERY {
                 status_at = Instant::now();
-                if let Some(member) = self.crowd.as_mut() {
-                    let shared = member.update(self.session.is_busy_sending(now, STATUS_EVERY));
+                if let Some(crowds) = self.crowds.as_mut() {
+                    let shared = crowds.sending.update(self.session.is_busy_sending(now, STATUS_EVERY));
                     if shared != self.session.shared_bottleneck() {
                         tracing::debug!(session = %session_label(&self.session), shared, "bottleneck sharing changed");
                         self.session.set_shared_bottleneck(shared);
                     }
+                    let ingress = crowds.receiving.update(self.session.is_busy_receiving(now, STATUS_EVERY));
+                    self.session.set_shares_ingress(ingress);
                 }
                 self.steer(now);
                 self.publish();

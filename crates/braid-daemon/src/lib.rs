@@ -12,7 +12,6 @@ pub mod classes;
 pub mod client;
 pub mod config;
 pub mod control;
-pub mod crowd;
 pub mod driver;
 pub mod egress;
 pub mod error;

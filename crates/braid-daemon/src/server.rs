@@ -4,13 +4,14 @@
 
 use crate::bridge::AppMsg;
 use crate::config::ServerSettings;
-use crate::driver::{Driver, Wiring};
+use crate::driver::{Crowds, Driver, Wiring};
 use crate::error::Failure;
 use crate::receive_shard::{self, Routes, UNROUTED_QUEUE};
 use crate::server_role::ServerRole;
 use crate::shards::Shards;
 use crate::status::{self, StatusBoard};
 use crate::udp::{canonical, Incoming, UdpLink};
+use braid_core::crowd::Crowd;
 use braid_core::{DatagramEvent, Endpoint, HandshakeJob, HandshakeOutcome, Session, SessionId, Timestamp};
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -151,8 +152,10 @@ struct EndpointLoop {
     drivers: JoinSet<()>,
     ended_tx: mpsc::UnboundedSender<SessionId>,
     jobs: mpsc::Sender<Box<HandshakeJob>>,
-    /// How many sessions are sending at once (their drivers count themselves).
-    crowd: crate::crowd::Crowd,
+    /// How many sessions are sending, and how many receiving, at once (their drivers count
+    /// themselves; `braid_core::crowd`).
+    sending: Crowd,
+    receiving: Crowd,
     /// When the endpoint's counters were last published (at most every 100 ms: under a flood
     /// every datagram may come in a batch of its own).
     published: Option<Instant>,
@@ -222,7 +225,8 @@ impl EndpointLoop {
             drivers: JoinSet::new(),
             ended_tx,
             jobs,
-            crowd: crate::crowd::Crowd::new(),
+            sending: Crowd::new(),
+            receiving: Crowd::new(),
             published: None,
             shards,
         };
@@ -370,7 +374,7 @@ impl EndpointLoop {
         // sockets, so no one socket's lock is shared by every driver.
         let k = crate::udp::socket_of(id, self.links.len());
         driver.set_default_socket(self.links[k].clone());
-        driver.join_crowd(self.crowd.join());
+        driver.join_crowds(Crowds { sending: self.sending.join(), receiving: self.receiving.join() });
         let ended = self.ended_tx.clone();
         let run = async move {
             let _ = driver.run().await;

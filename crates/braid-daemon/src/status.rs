@@ -154,9 +154,10 @@ pub struct SessionStatus {
     /// wait in standby (`admitted: false` on the path).
     #[serde(default)]
     pub path_admission: bool,
-    /// Whether other senders may share this session's bottlenecks: on a server, whether
-    /// another session is sending at the same time (`crate::crowd`; `bbr-shared` then drains
-    /// ProbeRTT to half a BDP, else to one); true where nothing counts (a client).
+    /// Whether other senders may share this session's bottlenecks (`bbr-shared` then drains
+    /// ProbeRTT to half a BDP, else to one): on a server, whether another session is sending
+    /// at the same time; on a client, whether its server last said that other sessions'
+    /// uploads arrive too (`braid_core::crowd`).
     #[serde(default = "yes")]
     pub shared_bottleneck: bool,
     /// The daemon's uptime when these counters were read, s: a reader turns the counters of

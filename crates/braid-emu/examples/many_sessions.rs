@@ -18,7 +18,7 @@
 //!     ... --congestion bbr          (the server's controller, which sends the downloads;
 //!                                    default the server's, bbr-shared)
 //!     ... --direction upload        (the clients send, each through its own controller)
-//!     ... --client-congestion bbr   (the clients' controller; default the client's, bbr)
+//!     ... --client-congestion bbr   (the clients' controller; default the client's, bbr-shared)
 //!     ... --stagger 10ms            (download i starts i × 10 ms after the first)
 //!     ... --receive-sockets 1       (the server's UDP sockets; default one per core)
 //!     ... --late 50                 (the last 50 active sessions connect when their download
@@ -83,7 +83,7 @@ fn parse_args() -> Result<Args, String> {
         receive_sockets: 0,
         late: 0,
         upload: false,
-        client_congestion: SessionConfig::default().congestion,
+        client_congestion: braid_daemon::config::CLIENT_CONGESTION,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {

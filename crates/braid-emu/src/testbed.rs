@@ -315,6 +315,38 @@ pub async fn endless_source() -> std::io::Result<SocketAddr> {
     Ok(addr)
 }
 
+/// A TCP sink that reads and discards what every connection sends: an upload's far end.
+pub async fn discard_sink() -> std::io::Result<SocketAddr> {
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    tokio::spawn(async move {
+        while let Ok((mut conn, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 64 * 1024];
+                while conn.read(&mut buf).await.is_ok_and(|n| n > 0) {}
+            });
+        }
+    });
+    Ok(addr)
+}
+
+/// Uploads to `target` through the SOCKS5 proxy at `socks` until the task is aborted or the
+/// connection fails (the error is returned).
+pub async fn upload_socks_endless(socks: SocketAddr, target: SocketAddr) -> String {
+    let mut cfg = Config::default();
+    cfg.set_skip_auth(false);
+    let mut s = match Socks5Stream::connect(socks, target.ip().to_string(), target.port(), cfg).await {
+        Ok(s) => s,
+        Err(e) => return format!("SOCKS5 connect through {socks} to {target}: {e}"),
+    };
+    let block = vec![0xa5u8; 64 * 1024];
+    loop {
+        if let Err(e) = s.write_all(&block).await {
+            return format!("upload: {e}");
+        }
+    }
+}
+
 /// Downloads everything `target` sends, through the SOCKS5 proxy at `socks`; `progress` is
 /// called with the byte count as data arrives.
 pub async fn download_socks(

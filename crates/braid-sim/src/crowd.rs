@@ -5,11 +5,16 @@
 //! "100 active sessions share a bottleneck within 10 % of each other"), in virtual time and
 //! from a seed, where `braid-emu`'s `many_sessions` example measures the same with real
 //! sockets and the download direction.
+//!
+//! The server host counts its sessions receiving data every [`COUNT_EVERY`], as the daemon
+//! does (`braid_core::crowd`), and tells each client whether others upload too (a SHARING
+//! frame): a `bbr-shared` client drains as a crowd's only once told.
 
 use crate::harness::{seeded_key, ts, MAX_IDLE_STEPS};
 use crate::link::LinkSpec;
 use crate::net::{Net, SERVER};
 use crate::workload::Bulk;
+use braid_core::crowd::{self, Crowd};
 use braid_core::{
     ClientConfig, DatagramEvent, Endpoint, Seed, ServerConfig, Session, SessionConfig, StaticSecret,
     Timestamp,
@@ -21,6 +26,9 @@ use std::time::Duration;
 /// Bytes in front of each datagram on the simulated wire: the index of the session it
 /// belongs to (the network has one link, so the link index cannot tell them apart).
 const TAG: usize = 2;
+
+/// How often the server host counts its busy sessions (the daemon's status refresh).
+pub const COUNT_EVERY: Duration = Duration::from_millis(500);
 
 /// Sessions a crowd holds at most (the tag's range, and client addresses in 10.1.0.0/16).
 pub const MAX_SESSIONS: usize = 4096;
@@ -85,6 +93,8 @@ struct Member {
     addr: SocketAddr,
     /// Bytes delivered when the second half began.
     at_half: u64,
+    /// Its place in the server's count of sessions receiving.
+    receiving: crowd::Member,
 }
 
 fn member_addr(i: usize) -> SocketAddr {
@@ -132,6 +142,8 @@ pub fn run(cfg: &CrowdConfig) -> Result<CrowdReport, CrowdError> {
     let mut buf = Vec::with_capacity(2048);
     let mut wire = Vec::with_capacity(2048);
     let mut idle_steps = 0u32;
+    let receiving = Crowd::new();
+    let mut next_count = COUNT_EVERY;
     loop {
         // Clients whose start is due.
         for (i, slot) in members.iter_mut().enumerate() {
@@ -150,6 +162,7 @@ pub fn run(cfg: &CrowdConfig) -> Result<CrowdReport, CrowdError> {
                     bulk: Bulk::new(cfg.seed ^ i as u64, None),
                     addr,
                     at_half: 0,
+                    receiving: receiving.join(),
                 });
             }
         }
@@ -214,6 +227,15 @@ pub fn run(cfg: &CrowdConfig) -> Result<CrowdReport, CrowdError> {
                 }
             }
         }
+        if now >= next_count {
+            next_count += COUNT_EVERY;
+            for m in members.iter_mut().flatten() {
+                if let Some(s) = m.server.as_mut() {
+                    let others = m.receiving.update(s.is_busy_receiving(ts(now), COUNT_EVERY));
+                    s.set_shares_ingress(others);
+                }
+            }
+        }
         if !halved && now >= half {
             halved = true;
             for m in members.iter_mut().flatten() {
@@ -224,7 +246,7 @@ pub fn run(cfg: &CrowdConfig) -> Result<CrowdReport, CrowdError> {
         let timers = members.iter().flatten().flat_map(|m| {
             [m.client.poll_timeout(), m.server.as_ref().and_then(|s| s.poll_timeout())].into_iter().flatten()
         });
-        let next = [net.next_arrival(), next_start, (!halved).then_some(half)]
+        let next = [net.next_arrival(), next_start, (!halved).then_some(half), Some(next_count)]
             .into_iter()
             .flatten()
             .chain(timers.map(Timestamp::as_duration))

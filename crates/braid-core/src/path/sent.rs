@@ -38,6 +38,8 @@ pub enum SentFrame {
     PathAbandon { path: u8 },
     /// POLICY number `seq`.
     Policy { seq: u64 },
+    /// SHARING number `seq`.
+    Sharing { seq: u64 },
 }
 
 /// One packet in flight.

@@ -5,8 +5,8 @@
 //! scheduler placed gets one copy on a second path only when it carries
 //!
 //! - (a) a control frame whose loss stalls the peer until a PTO: MAX_DATA, MAX_STREAM_DATA,
-//!   MAX_STREAMS, STREAM_OPEN, RESET_STREAM, STOP_SENDING, PATH_STATUS, PATH_ABANDON, POLICY
-//!   ([`Redundancy::Critical`]; CLOSE already leaves on every path, see `poll_close`);
+//!   MAX_STREAMS, STREAM_OPEN, RESET_STREAM, STOP_SENDING, PATH_STATUS, PATH_ABANDON, POLICY,
+//!   SHARING ([`Redundancy::Critical`]; CLOSE already leaves on every path, see `poll_close`);
 //! - (b) stream bytes below [`SessionConfig::redundancy_first_bytes`]: a flow's first packets —
 //!   its request, its TLS hello — whose loss costs a short flow a whole timeout
 //!   ([`Redundancy::Critical`]);
@@ -17,8 +17,8 @@
 //! original's (so a short flow's first packets travel on the two fastest paths when the
 //! scheduler picks the fastest), unless that path already has 100 ms of copies queued. The
 //! receiver keeps the first copy: stream bytes by offset, datagrams by class and sequence
-//! number, control frames are idempotent (credits only grow, a stream opens once, status and
-//! policy carry sequence numbers).
+//! number, control frames are idempotent (credits only grow, a stream opens once, status,
+//! policy and sharing carry sequence numbers).
 //!
 //! Budget: copies spend credit from a bucket filled at [`SessionConfig::redundancy_share`] of
 //! the paths' summed usable capacity and holding at most [`BURST`] bytes; a packet whose copy
@@ -88,7 +88,8 @@ impl Session {
             | SentFrame::StopSending { .. }
             | SentFrame::PathStatus { .. }
             | SentFrame::PathAbandon { .. }
-            | SentFrame::Policy { .. } => critical,
+            | SentFrame::Policy { .. }
+            | SentFrame::Sharing { .. } => critical,
             SentFrame::Stream { offset, .. } => critical && offset < first,
             // A class the `redundant` scheduler serves is copied already.
             SentFrame::Datagram { class } => {

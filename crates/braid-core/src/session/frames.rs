@@ -30,6 +30,7 @@ impl Session {
                 Ok(())
             }
             Frame::Stream { id, offset, fin, data } => {
+                self.sharing.last_data_received = Some(now);
                 self.streams.on_stream_frame(id, offset, payload.slice_ref(data), fin).map(|fresh| {
                     if let Some(p) = self.path_mut(path_id) {
                         p.stats.stream_bytes_received += fresh;
@@ -52,6 +53,7 @@ impl Session {
             }
             Frame::StreamOpen { id, class } => self.streams.on_stream_open(id, class),
             Frame::Datagram { class, seq, data, .. } => {
+                self.sharing.last_data_received = Some(now);
                 if let Some(p) = self.path_mut(path_id) {
                     p.stats.datagrams_received += 1;
                 }
@@ -93,6 +95,12 @@ impl Session {
             }
             Frame::Policy { seq, body } => {
                 if let Err(why) = self.on_policy(now, seq, body) {
+                    self.violation(now, why);
+                }
+                Ok(())
+            }
+            Frame::Sharing { seq, shared } => {
+                if let Err(why) = self.on_sharing(seq, shared) {
                     self.violation(now, why);
                 }
                 Ok(())
@@ -245,6 +253,7 @@ impl Session {
                         self.policy.due = true;
                     }
                 }
+                SentFrame::Sharing { seq } => self.on_sharing_lost(seq),
             }
         }
     }

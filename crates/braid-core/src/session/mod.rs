@@ -171,9 +171,9 @@ pub struct Session {
     stall: stall::StallWatch,
     /// Lost stream bytes, recorded when asked for (see `lost_log`).
     lost_log: Option<VecDeque<lost_log::LostRange>>,
-    /// Whether other senders may share the paths' bottlenecks (see
-    /// [`Session::set_shared_bottleneck`]).
-    shared_bottleneck: bool,
+    /// Whether other senders share the paths' bottlenecks, and what a server owes its
+    /// client about its ingress (see `sharing`).
+    sharing: sharing::Sharing,
 }
 
 impl fmt::Debug for Session {
@@ -237,7 +237,7 @@ impl Session {
             fetch: Default::default(),
             stall: Default::default(),
             lost_log: None,
-            shared_bottleneck: true,
+            sharing: sharing::Sharing::new(side),
             config,
         }
     }

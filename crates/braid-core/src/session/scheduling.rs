@@ -26,7 +26,7 @@ impl Session {
             || !c.max_stream_data.is_empty()
             || !self.path_control.status.is_empty()
             || !self.path_control.abandon.is_empty()
-            || (self.policy.due && self.is_established())
+            || ((self.policy.due || self.sharing.due) && self.is_established())
             || self.streams.has_pending_resets_or_stops()
     }
 
@@ -167,9 +167,10 @@ impl Session {
         }
         self.datagrams.expire(now);
         let latency = self.class_limits.latency_active(now);
+        let shared = self.shared_bottleneck();
         for p in &mut self.paths {
             p.set_latency_bound(latency);
-            p.set_shared_bottleneck(self.shared_bottleneck);
+            p.set_shared_bottleneck(shared);
         }
         loop {
             let Some(info) = self.next_packet_info(now) else {

@@ -12,7 +12,7 @@
 //! 0x41 PATH_RESPONSE 8 bytes                0x42 PATH_STATUS     path seq status
 //! 0x43 PATH_ABANDON path code               0x50 CLOSE           code reason_len reason
 //! 0x44 PATH_REPORT path received lost random congestion jitter_us rate
-//! 0x60 POLICY seq len body (see `policy`)
+//! 0x60 POLICY seq len body (see `policy`)   0x61 SHARING        seq shared(0|1)
 //! ```
 //! Integers are QUIC varints except single-byte `class` and `status`. ACK ranges follow RFC 9000
 //! §19.3.1: the first range ends at `largest`; each (gap, len) pair steps down from the previous
@@ -44,6 +44,7 @@ const PATH_ABANDON: u8 = 0x43;
 const PATH_REPORT: u8 = 0x44;
 const CLOSE: u8 = 0x50;
 const POLICY: u8 = 0x60;
+const SHARING: u8 = 0x61;
 
 /// The most ACK ranges one frame may carry; more is rejected as malformed.
 pub const MAX_ACK_RANGES: usize = 256;
@@ -136,6 +137,9 @@ pub enum Frame<'a> {
     Close { code: u64, reason: &'a [u8] },
     /// The client's policy for both directions (`crate::policy`), newest `seq` wins.
     Policy { seq: u64, body: &'a [u8] },
+    /// Server to client: whether other sessions' uploads share the server's ingress with this
+    /// one's (`crate::session::sharing`), newest `seq` wins.
+    Sharing { seq: u64, shared: bool },
 }
 
 impl Frame<'_> {
@@ -289,6 +293,15 @@ impl<'a> Frames<'a> {
                 let seq = self.varint()?;
                 let len = self.varint()?;
                 Frame::Policy { seq, body: self.bytes(len)? }
+            }
+            SHARING => {
+                let seq = self.varint()?;
+                let shared = match self.byte()? {
+                    0 => false,
+                    1 => true,
+                    _ => return Err(ParseError::Malformed("SHARING")),
+                };
+                Frame::Sharing { seq, shared }
             }
             other => return Err(ParseError::UnknownFrame(u64::from(other))),
         })
@@ -474,6 +487,18 @@ pub mod encode {
         1 + varint::size(seq) + varint::size(len as u64) + len
     }
 
+    /// SHARING.
+    pub fn sharing(out: &mut Vec<u8>, seq: u64, shared: bool) {
+        out.push(SHARING);
+        varint::put(out, seq);
+        out.push(u8::from(shared));
+    }
+
+    /// Bytes of a SHARING frame.
+    pub fn sharing_len(seq: u64) -> usize {
+        2 + varint::size(seq)
+    }
+
     /// PATH_ABANDON.
     pub fn path_abandon(out: &mut Vec<u8>, path_id: u8, code: u64) {
         out.push(PATH_ABANDON);
@@ -575,6 +600,20 @@ mod tests {
         let mut f = Frames::new(&[0xee, 0x01]);
         assert!(f.next().unwrap().is_err());
         assert!(f.next().is_none());
+    }
+
+    #[test]
+    fn sharing_round_trips_and_refuses_other_flags() {
+        for (seq, shared) in [(0, false), (1, true), (varint::MAX, true)] {
+            let mut out = Vec::new();
+            encode::sharing(&mut out, seq, shared);
+            assert_eq!(out.len(), encode::sharing_len(seq));
+            assert_eq!(parse_all(&out), vec![Frame::Sharing { seq, shared }]);
+            for cut in 1..out.len() {
+                assert!(Frames::new(&out[..cut]).next().unwrap().is_err());
+            }
+        }
+        assert_eq!(Frames::new(&[SHARING, 3, 2]).next(), Some(Err(ParseError::Malformed("SHARING"))));
     }
 
     proptest! {

@@ -1,16 +1,22 @@
-//! How many of the server's sessions are sending at once: a session's paths share the
-//! server's uplink with the others' only while they send too. `bbr-shared` (the server's
-//! default controller) drains ProbeRTT to half a bandwidth-delay product so that a crowd's
-//! queue empties and every session's minimum RTT meets it (`braid_core::cc::bbr::Bbr::shared`);
-//! a session sending alone needs one BDP, as `bbr` drains, and the deeper drain only costs it
-//! goodput and reorder. Every 500 ms each driver counts its session busy here while it has a
-//! backlog and sent data since the last count (`Session::is_busy_sending`), and tells it
-//! whether another session is busy (`Session::set_shared_bottleneck`).
+//! How many of a host's sessions are busy at once, in one direction: a session's paths share
+//! the server's uplink with the others' only while they send too, and the server's ingress
+//! only while the others' clients upload. `bbr-shared` drains ProbeRTT to half a
+//! bandwidth-delay product so that a crowd's queue empties and every session's minimum RTT
+//! meets it (`crate::cc::bbr::Bbr::shared`); a session alone needs one BDP, as `bbr` drains,
+//! and the deeper drain only costs it goodput and reorder.
+//!
+//! The host keeps one crowd per direction. At each count (the daemon's every 500 ms) each
+//! session's member records whether it is busy — sending a backlog
+//! (`Session::is_busy_sending`) or receiving data (`Session::is_busy_receiving`) — and learns
+//! whether another member is. The server tells each session about its uplink
+//! (`Session::set_shared_bottleneck`) and each client about its ingress
+//! (`Session::set_shares_ingress`, a SHARING frame). Counting only, no clock: the caller
+//! decides when to count.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// The server's count of busy sessions, shared by every driver.
+/// A host's count of sessions busy in one direction, shared by every driver.
 #[derive(Debug, Clone, Default)]
 pub struct Crowd {
     /// Members counted busy now.
@@ -24,8 +30,8 @@ pub struct Member {
     busy: Arc<AtomicUsize>,
     /// Counted as busy now.
     counted: bool,
-    /// It was sending a backlog at the previous update.
-    sending_before: bool,
+    /// It was busy at the previous update.
+    busy_before: bool,
 }
 
 impl Crowd {
@@ -36,7 +42,7 @@ impl Crowd {
 
     /// A new member, not busy.
     pub fn join(&self) -> Member {
-        Member { busy: self.busy.clone(), counted: false, sending_before: false }
+        Member { busy: self.busy.clone(), counted: false, busy_before: false }
     }
 
     /// Sessions counted busy now.
@@ -46,13 +52,12 @@ impl Crowd {
 }
 
 impl Member {
-    /// Records whether the session is sending a backlog now (`Session::is_busy_sending`) and
-    /// returns whether another session is busy. A session counts as busy while it was
-    /// sending at this update or the one before, so that one sample between two writes of a
-    /// bulk transfer does not take it out.
-    pub fn update(&mut self, sending: bool) -> bool {
-        let busy = sending || self.sending_before;
-        self.sending_before = sending;
+    /// Records whether the session is busy now and returns whether another session is. A
+    /// session counts as busy while it was busy at this update or the one before, so that one
+    /// sample between two writes of a bulk transfer does not take it out.
+    pub fn update(&mut self, busy_now: bool) -> bool {
+        let busy = busy_now || self.busy_before;
+        self.busy_before = busy_now;
         if busy != self.counted {
             if busy {
                 self.busy.fetch_add(1, Ordering::Relaxed);
