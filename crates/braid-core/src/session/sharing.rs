@@ -13,9 +13,9 @@
 //!   that never says so behaves as plain `bbr`.
 //!
 //! 100 sessions uploading through one 200 Mbit/s bottleneck, the last 50 starting late
-//! (`many_sessions --direction upload --stagger 10ms --late 50`): with the clients' `bbr`
-//! the largest deviation from the mean goodput was 30–31 %, with `bbr-shared` told by the
-//! server see docs/benchmarks.md.
+//! (`many_sessions --direction upload --stagger 10ms --late 50`): the largest deviation from
+//! the mean goodput was 20–31 % with the clients' `bbr`, and 6.8–11.2 % with `bbr-shared`
+//! told by the server (docs/benchmarks.md).
 
 use super::{Session, Side};
 use crate::path::sent::SentFrame;
