@@ -9,9 +9,11 @@ scheduler does), that hold also as milliseconds at the mix's summed link rate (1
 sum of link rates) for each scheduler given, worst first, and how many mixes meet the bound.
 
 Usage: python3 bench/sim-sweep.py [--mixes N] [--seed S] [--duration 30s] [--schedulers edpf,minrtt]
-                                  [--congestion bbr|bbr-shared|cubic|newreno]
+                                  [--congestion bbr|bbr-shared|cubic|newreno] [--shared-bottleneck]
 --congestion sets every path's controller (default: braid sim's, bbr); bbr-shared is what a
-server with several busy sessions sends downloads with (ProbeRTT drains to half a BDP).
+server with several busy sessions sends downloads with, and a client whose server says other
+uploads arrive too: ProbeRTT drains to half a BDP, but only with --shared-bottleneck (the
+sender is told others share its bottleneck); without it bbr-shared drains as bbr.
 Needs target/release/braid (cargo build --release -p braid), or BRAID=path.
 """
 import argparse
@@ -25,10 +27,12 @@ DELAYS_MS = [5, 20, 50, 150]
 BOUND = 10
 
 
-def run(braid, links, scheduler, duration, seed, congestion):
+def run(braid, links, scheduler, duration, seed, congestion, shared):
     args = [braid, "sim", "--scheduler", scheduler, "--duration", duration, "--seed", str(seed), "--json"]
     if congestion:
         args += ["--congestion", congestion]
+    if shared:
+        args += ["--shared-bottleneck"]
     for link in links:
         args += ["--link", link]
     out = subprocess.run(args, capture_output=True, text=True, timeout=600)
@@ -44,6 +48,7 @@ def main():
     ap.add_argument("--duration", default="30s")
     ap.add_argument("--schedulers", default="edpf,minrtt")
     ap.add_argument("--congestion", default=None, choices=["bbr", "bbr-shared", "cubic", "newreno"])
+    ap.add_argument("--shared-bottleneck", action="store_true")
     a = ap.parse_args()
     braid = os.environ.get("BRAID", os.path.join(os.path.dirname(__file__), "..", "target", "release", "braid"))
     rng = random.Random(a.seed)
@@ -53,7 +58,7 @@ def main():
         links = [f"{rng.choice(RATES)}/{rng.choice(DELAYS_MS)}ms" for _ in range(rng.choice([2, 3, 4]))]
         cells = []
         for s in schedulers:
-            d = run(braid, links, s, a.duration, i + 1, a.congestion)
+            d = run(braid, links, s, a.duration, i + 1, a.congestion, a.shared_bottleneck)
             lossfree = d["reorder_max_lossfree_packets"]
             # The hold as time: what the receiver holds, at the mix's summed link rate.
             # (The largest path MTU: a path closed by the end reports 0.)
@@ -75,7 +80,7 @@ def main():
         clean = sum(1 for _, cells in rows if cells[k][3] <= BOUND)
         holds_ms = sorted(cells[k][4] for _, cells in rows)
         print(
-            f"{s} ({a.congestion or 'bbr'}): steady reorder <= {BOUND} on {within} of {len(rows)} mixes "
+            f"{s} ({a.congestion or 'bbr'}{', shared' if a.shared_bottleneck else ''}): steady reorder <= {BOUND} on {within} of {len(rows)} mixes "
             f"({clean} outside loss recovery); efficiency < 0.8 on {weak}; "
             f"hold outside loss recovery, ms at the summed rate: median {holds_ms[len(holds_ms) // 2]:.1f}, "
             f"within 10 ms on {sum(1 for h in holds_ms if h <= 10.0)}"

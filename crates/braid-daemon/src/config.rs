@@ -905,8 +905,8 @@ mod tests {
         assert_eq!(s.session.congestion, Algorithm::BbrShared);
         let s = ServerSettings::load(None, flags(vec!["session.congestion=bbr".into()])).unwrap();
         assert_eq!(s.session.congestion, Algorithm::Bbr);
-        // The client's too; the core's own default (the simulator's) stays plain BBR.
-        assert_eq!(CLIENT_CONGESTION, Algorithm::BbrShared);
+        // The client's too (`link_policies_come_from_the_file_and_backup`); the core's own default (the
+        // simulator's) stays plain BBR.
         assert_eq!(SessionConfig::default().congestion, Algorithm::Bbr);
     }
 
@@ -958,7 +958,7 @@ mod tests {
         assert_eq!((w.tier, w.weight, w.max_rate), (Tier::Secondary, Some(2), Some(1_000_000)));
         assert_eq!(w.cap.unwrap().action, CapAction::Throttle(125_000));
         assert_eq!(s.usage_file, UsageFile::Default);
-        assert_eq!(s.session.congestion, CLIENT_CONGESTION, "a client file without [session] congestion");
+        assert_eq!(s.session.congestion, Algorithm::BbrShared, "a client file without [session] congestion");
         let bad = write("links2.toml", &text.replace("cap_reset_day = 1", "cap_reset_day = 9"));
         let m = ClientSettings::load(Some(&bad), ClientFlags::default()).unwrap_err().to_string();
         assert!(m.contains("links.wwan0: cap_reset_day 9 is outside 1..=7"), "{m}");

@@ -113,11 +113,11 @@ pub struct Driver<R: Role> {
 
 /// A server session's places in its host's two crowds.
 #[derive(Debug)]
-pub struct Crowds {
+pub(crate) struct Crowds {
     /// Sessions sending a backlog: they share the server's uplink.
-    pub sending: Member,
+    pub(crate) sending: Member,
     /// Sessions receiving data: their clients share the server's ingress.
-    pub receiving: Member,
+    pub(crate) receiving: Member,
 }
 
 /// How a driver is wired.
@@ -189,7 +189,7 @@ impl<R: Role> Driver<R> {
     /// Counts the session in the server's crowds and tells it, at every status refresh,
     /// whether another session sends at the same time, and its client whether another session
     /// receives (server).
-    pub fn join_crowds(&mut self, crowds: Crowds) {
+    pub(crate) fn join_crowds(&mut self, crowds: Crowds) {
         self.crowds = Some(crowds);
     }
 

@@ -5,8 +5,7 @@
 //! status API shows it per session (`shared_bottleneck`), on the server and on the client.
 
 use braid_core::SessionConfig;
-use braid_daemon::ClientHandle;
-use braid_daemon::{start_client, start_server, ServerHandle};
+use braid_daemon::{start_client, start_server, ClientHandle, ServerHandle};
 use braid_emu::bottleneck::Bottleneck;
 use braid_emu::testbed::{
     client_settings, discard_sink, download_socks, endless_source, named_clients, server_settings,

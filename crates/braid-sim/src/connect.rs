@@ -117,6 +117,9 @@ impl Connector {
             join_path(cfg, &mut session, now, i);
         }
         session.record_losses(cfg.bulk);
+        if cfg.shared_bottleneck {
+            session.set_shared_bottleneck(true);
+        }
         session
     }
 }

@@ -4,7 +4,7 @@
 //! What it measures is how evenly their congestion controllers share that link (issue 13:
 //! "100 active sessions share a bottleneck within 10 % of each other"), in virtual time and
 //! from a seed, where `braid-emu`'s `many_sessions` example measures the same with real
-//! sockets and the download direction.
+//! sockets, in both directions.
 //!
 //! The server host counts its sessions receiving data every [`COUNT_EVERY`], as the daemon
 //! does (`braid_core::crowd`), and tells each client whether others upload too (a SHARING

@@ -71,6 +71,10 @@ pub struct SimConfig {
     /// search up to it less the IP and UDP headers, as the daemon's client does with the MTU
     /// it reads from each link's interface (`path::mtu`).
     pub interface_mtu: Option<usize>,
+    /// The client's controllers are told that other senders share its bottlenecks, as a
+    /// crowd's server tells its clients (`braid_core::session::sharing`); false: a client
+    /// alone, as every client starts.
+    pub shared_bottleneck: bool,
 }
 
 impl SimConfig {
@@ -95,6 +99,7 @@ impl SimConfig {
             joins: Vec::new(),
             handshake_first_try: None,
             interface_mtu: None,
+            shared_bottleneck: false,
         }
     }
 

@@ -34,6 +34,11 @@ pub struct SimArgs {
     /// Congestion controller of every path: bbr, bbr-shared, cubic or newreno.
     #[arg(long, default_value = "bbr", value_parser = parse_cc)]
     congestion: Algorithm,
+    /// Tell the client's controllers that other senders share its bottlenecks, as a crowd's
+    /// server does (with bbr-shared: ProbeRTT drains to half a BDP); without it the client is
+    /// alone, as every client starts, and bbr-shared drains as bbr.
+    #[arg(long)]
+    shared_bottleneck: bool,
     /// Virtual duration of the run.
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     duration: Duration,
@@ -379,6 +384,7 @@ pub fn config(args: &SimArgs) -> anyhow::Result<SimConfig> {
         joins,
         handshake_first_try: args.handshake_first_try,
         interface_mtu: args.interface_mtu,
+        shared_bottleneck: args.shared_bottleneck,
         short: match args.workload {
             Workload::Short(s) => Some(s),
             _ => args.short,

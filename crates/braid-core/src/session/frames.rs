@@ -30,7 +30,7 @@ impl Session {
                 Ok(())
             }
             Frame::Stream { id, offset, fin, data } => {
-                self.sharing.last_data_received = Some(now);
+                self.sharing.on_data(now);
                 self.streams.on_stream_frame(id, offset, payload.slice_ref(data), fin).map(|fresh| {
                     if let Some(p) = self.path_mut(path_id) {
                         p.stats.stream_bytes_received += fresh;
@@ -53,7 +53,7 @@ impl Session {
             }
             Frame::StreamOpen { id, class } => self.streams.on_stream_open(id, class),
             Frame::Datagram { class, seq, data, .. } => {
-                self.sharing.last_data_received = Some(now);
+                self.sharing.on_data(now);
                 if let Some(p) = self.path_mut(path_id) {
                     p.stats.datagrams_received += 1;
                 }
@@ -100,8 +100,12 @@ impl Session {
                 Ok(())
             }
             Frame::Sharing { seq, shared } => {
-                if let Err(why) = self.on_sharing(seq, shared) {
-                    self.violation(now, why);
+                match self.sharing.on_frame(self.side, seq, shared) {
+                    Ok(Some(shared)) => {
+                        tracing::debug!(session = %self.local_id, shared, "server says whether uploads share its ingress")
+                    }
+                    Ok(None) => {}
+                    Err(why) => self.violation(now, why.into()),
                 }
                 Ok(())
             }
@@ -253,7 +257,7 @@ impl Session {
                         self.policy.due = true;
                     }
                 }
-                SentFrame::Sharing { seq } => self.on_sharing_lost(seq),
+                SentFrame::Sharing { seq } => self.sharing.on_lost(seq),
             }
         }
     }

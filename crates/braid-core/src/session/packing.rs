@@ -200,12 +200,8 @@ impl Session {
                 b.frames.push(SentFrame::Policy { seq });
             }
         }
-        if self.sharing.due && self.is_established() {
-            let (seq, shared) = self.sharing.frame();
-            if buf.len() + encode::sharing_len(seq) <= b.limit {
-                encode::sharing(buf, seq, shared);
-                self.sharing_sent(&mut b.frames);
-            }
+        if self.is_established() {
+            self.sharing.write(b, buf);
         }
         if !b.frames.iter().all(|f| matches!(f, SentFrame::Ack { .. })) {
             b.ack_eliciting = true;

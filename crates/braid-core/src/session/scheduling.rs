@@ -26,7 +26,7 @@ impl Session {
             || !c.max_stream_data.is_empty()
             || !self.path_control.status.is_empty()
             || !self.path_control.abandon.is_empty()
-            || ((self.policy.due || self.sharing.due) && self.is_established())
+            || ((self.policy.due || self.sharing.is_due()) && self.is_established())
             || self.streams.has_pending_resets_or_stops()
     }
 
