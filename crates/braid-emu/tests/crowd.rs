@@ -37,11 +37,6 @@ fn client_sharing(clients: &[ClientHandle]) -> Vec<(String, bool)> {
         .collect()
 }
 
-/// Polls the server's status every 100 ms, for at most [`LIMIT`], until it shows `want`.
-async fn wait_for(server: &ServerHandle, want: &[(&str, bool)]) -> Result<(), String> {
-    wait_until(|| sharing(server), want).await
-}
-
 /// Polls `seen` every 100 ms, for at most [`LIMIT`], until it returns `want`.
 async fn wait_until(seen: impl Fn() -> Vec<(String, bool)>, want: &[(&str, bool)]) -> Result<(), String> {
     let want: Vec<(String, bool)> = want.iter().map(|(n, b)| (n.to_string(), *b)).collect();
@@ -58,55 +53,16 @@ async fn wait_until(seen: impl Fn() -> Vec<(String, bool)>, want: &[(&str, bool)
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_session_shares_its_bottleneck_only_while_another_sends() {
-    let server_key = braid_daemon::keyfile::generate();
-    let keys: Vec<Keys> = (0..2)
-        .map(|_| Keys { client: braid_daemon::keyfile::generate(), server: server_key.clone() })
-        .collect();
-    // The server's own default controller (bbr-shared), as a server file without
-    // `[session] congestion` gets.
-    let session =
-        SessionConfig { congestion: braid_daemon::config::SERVER_CONGESTION, ..SessionConfig::default() };
-    let mut ss = server_settings(&keys[0], session, true);
-    ss.clients = named_clients(&keys);
-    let server = start_server(ss).await.unwrap();
-    // One 40 Mbit/s uplink for both, and downloads that last until they are stopped.
-    let uplink = Bottleneck::start(server.addr, LinkSpec::parse("40mbit/5ms").unwrap(), 3).await.unwrap();
-    let source = endless_source().await.unwrap();
-    let mut clients = Vec::new();
-    for k in &keys {
-        let cfg = TestbedConfig::new(Vec::new());
-        let c = start_client(client_settings(k, server.addr, &[uplink.addr], &cfg)).await.unwrap();
-        assert!(c.wait_connected(Duration::from_secs(10)).await, "a session did not come up");
-        clients.push(c);
-    }
-    let download = |i: usize| {
-        let socks = clients[i].socks_addr.unwrap();
-        tokio::spawn(async move { download_socks(socks, source, |_| {}).await })
-    };
-    // c0 downloads alone: it is told so; idle c1 would share once it sends.
-    let first = download(0);
-    let alone = wait_for(&server, &[("c0", false), ("c1", true)]).await;
-    // Both download: each shares with the other.
-    let second = download(1);
-    let both = wait_for(&server, &[("c0", true), ("c1", true)]).await;
-    // c1 stops: c0 is alone again.
-    second.abort();
-    let again = wait_for(&server, &[("c0", false), ("c1", true)]).await;
-    let ended = first.is_finished();
-    first.abort();
-    for c in &clients {
-        c.stop();
-    }
-    let context = if ended { " (c0's download had ended)" } else { "" };
-    alone.map_err(|e| format!("c0 alone: {e}{context}")).unwrap();
-    both.map_err(|e| format!("both sending: {e}{context}")).unwrap();
-    again.map_err(|e| format!("c0 alone again: {e}{context}")).unwrap();
+/// A server with two named clients (c0, c1), each through the same 40 Mbit/s link.
+struct Two {
+    server: ServerHandle,
+    clients: Vec<ClientHandle>,
+    _link: Bottleneck,
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_client_hears_whether_other_uploads_share_the_servers_ingress() {
+/// Starts [`Two`] with the server's and the clients' default controllers (`bbr-shared`), as
+/// files without `[session] congestion` get.
+async fn two_clients() -> Two {
     let server_key = braid_daemon::keyfile::generate();
     let keys: Vec<Keys> = (0..2)
         .map(|_| Keys { client: braid_daemon::keyfile::generate(), server: server_key.clone() })
@@ -116,42 +72,65 @@ async fn a_client_hears_whether_other_uploads_share_the_servers_ingress() {
     let mut ss = server_settings(&keys[0], session, true);
     ss.clients = named_clients(&keys);
     let server = start_server(ss).await.unwrap();
-    // One 40 Mbit/s link for both, and uploads that last until they are stopped.
     let link = Bottleneck::start(server.addr, LinkSpec::parse("40mbit/5ms").unwrap(), 3).await.unwrap();
-    let sink = discard_sink().await.unwrap();
     let mut clients = Vec::new();
     for k in &keys {
-        // The client's own default controller (bbr-shared), as a client file without
-        // `[session] congestion` gets.
         let mut cfg = TestbedConfig::new(Vec::new());
         cfg.session.congestion = braid_daemon::config::CLIENT_CONGESTION;
         let c = start_client(client_settings(k, server.addr, &[link.addr], &cfg)).await.unwrap();
         assert!(c.wait_connected(Duration::from_secs(10)).await, "a session did not come up");
         clients.push(c);
     }
-    let upload = |i: usize| {
-        let socks = clients[i].socks_addr.unwrap();
-        tokio::spawn(upload_socks_endless(socks, sink))
-    };
-    let seen = || client_sharing(&clients);
-    let start = wait_until(seen, &[("c0", false), ("c1", false)]).await;
-    // c0 uploads alone: idle c1 would share c0's ingress once it sends, c0 shares with none.
-    let first = upload(0);
-    let alone = wait_until(seen, &[("c0", false), ("c1", true)]).await;
-    // Both upload: each hears that the other's uploads arrive.
-    let second = upload(1);
-    let both = wait_until(seen, &[("c0", true), ("c1", true)]).await;
-    // c1 stops: c0 is alone again.
+    Two { server, clients, _link: link }
+}
+
+/// c0 transfers alone, then both do, then c0 alone again; `seen` must show in turn: c0 alone
+/// and idle c1 sharing (it would, once it sends), both sharing, c0 alone again.
+async fn alone_both_alone<T: Send + 'static>(
+    two: &Two,
+    transfer: impl Fn(usize) -> tokio::task::JoinHandle<T>,
+    seen: impl Fn() -> Vec<(String, bool)>,
+    what: &str,
+) {
+    let first = transfer(0);
+    let alone = wait_until(&seen, &[("c0", false), ("c1", true)]).await;
+    let second = transfer(1);
+    let both = wait_until(&seen, &[("c0", true), ("c1", true)]).await;
     second.abort();
-    let again = wait_until(seen, &[("c0", false), ("c1", true)]).await;
+    let again = wait_until(&seen, &[("c0", false), ("c1", true)]).await;
     let ended = first.is_finished();
     first.abort();
-    for c in &clients {
+    for c in &two.clients {
         c.stop();
     }
-    let context = if ended { " (c0's upload had ended)" } else { "" };
-    start.map_err(|e| format!("clients start alone: {e}")).unwrap();
-    alone.map_err(|e| format!("c0 uploading alone: {e}{context}")).unwrap();
-    both.map_err(|e| format!("both uploading: {e}{context}")).unwrap();
+    let context = if ended { format!(" (c0's {what} had ended)") } else { String::new() };
+    alone.map_err(|e| format!("c0 alone: {e}{context}")).unwrap();
+    both.map_err(|e| format!("both: {e}{context}")).unwrap();
     again.map_err(|e| format!("c0 alone again: {e}{context}")).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_shares_its_bottleneck_only_while_another_sends() {
+    let two = two_clients().await;
+    // Downloads that last until they are stopped; the server's status shows its sending crowd.
+    let source = endless_source().await.unwrap();
+    let download = |i: usize| {
+        let socks = two.clients[i].socks_addr.unwrap();
+        tokio::spawn(async move { download_socks(socks, source, |_| {}).await })
+    };
+    alone_both_alone(&two, download, || sharing(&two.server), "download").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_hears_whether_other_uploads_share_the_servers_ingress() {
+    let two = two_clients().await;
+    let seen = || client_sharing(&two.clients);
+    wait_until(seen, &[("c0", false), ("c1", false)])
+        .await
+        .map_err(|e| format!("clients start alone: {e}"))
+        .unwrap();
+    // Uploads that last until they are stopped; each client's status shows what its server said.
+    let sink = discard_sink().await.unwrap();
+    let upload = |i: usize| tokio::spawn(upload_socks_endless(two.clients[i].socks_addr.unwrap(), sink));
+    alone_both_alone(&two, upload, seen, "upload").await;
 }
