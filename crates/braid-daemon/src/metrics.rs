@@ -100,6 +100,11 @@ fn families(st: &Status, o: &mut Families<'_>) -> fmt::Result {
         "Generation of a session's packet keys (key updates so far).",
         st.sessions.iter().map(|s| (peer(s), s.key_phase)),
     )?;
+    o.gauge(
+        "braid_shared_bottleneck",
+        "1 while a session's paths drain as a crowd's (bbr-shared: ProbeRTT to half a BDP): on a server, another session sends too; on a client, its server says other uploads arrive too.",
+        st.sessions.iter().map(|s| (peer(s), u64::from(s.shared_bottleneck))),
+    )?;
     o.counter(
         "braid_endpoint_replies",
         "Answers to unauthenticated packets, by kind.",
@@ -227,6 +232,7 @@ mod tests {
                 key_phase: 3,
                 acks_offloaded: 41,
                 acks_dropped: 2,
+                shared_bottleneck: true,
                 ..SessionStatus::default()
             }],
             endpoint_replies: [("reset".to_string(), 2)].into(),
@@ -240,6 +246,7 @@ mod tests {
         assert!(text.contains("# TYPE braid_path_mtu_bytes gauge"));
         assert!(text.contains("braid_sessions 1"));
         assert!(text.contains("braid_key_phase{peer=\"vpn.example.net:7000\"} 3"), "{text}");
+        assert!(text.contains("braid_shared_bottleneck{peer=\"vpn.example.net:7000\"} 1"), "{text}");
         assert!(text.contains("braid_endpoint_replies_total{kind=\"reset\"} 2"), "{text}");
         assert!(text.contains("braid_offloaded_acks_total{peer=\"vpn.example.net:7000\"} 41"), "{text}");
         assert!(text.contains("braid_dropped_acks_total{peer=\"vpn.example.net:7000\"} 2"), "{text}");
