@@ -905,8 +905,8 @@ mod tests {
         assert_eq!(s.session.congestion, Algorithm::BbrShared);
         let s = ServerSettings::load(None, flags(vec!["session.congestion=bbr".into()])).unwrap();
         assert_eq!(s.session.congestion, Algorithm::Bbr);
-        // The client's too (`link_policies_come_from_the_file_and_backup`); the core's own default (the
-        // simulator's) stays plain BBR.
+        // The client's too (`link_policies_come_from_the_file_and_backup`); the core's own
+        // default (the simulator's) stays plain BBR.
         assert_eq!(SessionConfig::default().congestion, Algorithm::Bbr);
     }
 

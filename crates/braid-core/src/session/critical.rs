@@ -6,7 +6,8 @@
 //!
 //! - (a) a control frame whose loss stalls the peer, or leaves it acting on stale state, until
 //!   a PTO: MAX_DATA, MAX_STREAM_DATA, MAX_STREAMS, STREAM_OPEN, RESET_STREAM, STOP_SENDING,
-//!   PATH_STATUS, PATH_ABANDON, POLICY, SHARING ([`Redundancy::Critical`]; CLOSE already leaves on every path, see `poll_close`);
+//!   PATH_STATUS, PATH_ABANDON, POLICY, SHARING ([`Redundancy::Critical`]; CLOSE already
+//!   leaves on every path, see `poll_close`);
 //! - (b) stream bytes below [`SessionConfig::redundancy_first_bytes`]: a flow's first packets —
 //!   its request, its TLS hello — whose loss costs a short flow a whole timeout
 //!   ([`Redundancy::Critical`]);

@@ -144,11 +144,6 @@ impl Session {
             s.due = true;
         }
     }
-
-    /// Server: what it last decided about its ingress ([`Session::set_shares_ingress`]).
-    pub fn shares_ingress(&self) -> bool {
-        self.sharing.ingress
-    }
 }
 
 #[cfg(test)]
