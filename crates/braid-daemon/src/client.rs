@@ -678,6 +678,7 @@ impl Supervisor {
                 // gives up) at the top of the loop.
                 let end = match reason {
                     CloseReason::Refused => Some(AttemptEnd::Refused),
+                    CloseReason::VersionMismatch { server } => Some(AttemptEnd::WrongVersion(server)),
                     CloseReason::HandshakeTimeout if unreachable => Some(AttemptEnd::Unreachable),
                     CloseReason::HandshakeTimeout => Some(AttemptEnd::NoAnswer),
                     _ => None,

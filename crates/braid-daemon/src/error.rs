@@ -15,6 +15,8 @@ pub enum Failure {
     NoAnswer(String),
     /// The server refused our key (exit 6).
     Refused(String),
+    /// The server speaks another protocol version (exit 7).
+    Version(String),
     /// Anything else (exit 1).
     Other(String),
 }
@@ -29,6 +31,7 @@ impl Failure {
             Failure::Unreachable(_) => 4,
             Failure::NoAnswer(_) => 5,
             Failure::Refused(_) => 6,
+            Failure::Version(_) => 7,
         }
     }
 }
@@ -40,6 +43,7 @@ impl fmt::Display for Failure {
         | Failure::Unreachable(m)
         | Failure::NoAnswer(m)
         | Failure::Refused(m)
+        | Failure::Version(m)
         | Failure::Other(m)) = self;
         f.write_str(m)
     }

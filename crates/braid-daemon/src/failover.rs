@@ -72,6 +72,7 @@ pub(crate) fn give_up_failure(e: FailoverError, settings: &ClientSettings, links
             settings.server,
             crate::linkpick::describe(links)
         )),
+        FailoverError::Version { .. } => Failure::Version(format!("{e} (the server at {})", settings.server)),
         FailoverError::NoAnswer | FailoverError::NoLink => Failure::NoAnswer(format!(
             "no answer from the server at {} over link {}: it is down, filtered, or its key is not the configured server key ({})",
             settings.server,

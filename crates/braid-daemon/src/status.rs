@@ -283,9 +283,10 @@ impl StatusBoard {
         let mut st = self.inner.write().unwrap_or_else(|e| e.into_inner());
         st.endpoint_dropped = e.dropped.iter().map(|(r, n)| (r.label().to_string(), *n)).collect();
         let r = e.replied;
-        st.endpoint_replies = [("cookie", r.cookies), ("reset", r.resets), ("refusal", r.refusals)]
-            .map(|(k, n)| (k.to_string(), n))
-            .into();
+        st.endpoint_replies =
+            [("cookie", r.cookies), ("reset", r.resets), ("refusal", r.refusals), ("version", r.versions)]
+                .map(|(k, n)| (k.to_string(), n))
+                .into();
         st.handshakes_in_progress = e.handshakes_in_progress();
     }
 

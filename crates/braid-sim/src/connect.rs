@@ -61,6 +61,7 @@ impl Connector {
         }
         let end = match ended.close_reason() {
             Some(CloseReason::Refused) => AttemptEnd::Refused,
+            Some(CloseReason::VersionMismatch { server }) => AttemptEnd::WrongVersion(*server),
             _ => AttemptEnd::NoAnswer,
         };
         self.failover.attempt_failed(ts(now), end);

@@ -323,3 +323,83 @@ fn scheduler_help_lists_the_names() {
         }
     }
 }
+
+/// A server of another protocol version (here a socket that answers every HANDSHAKE_INIT as
+/// one would): the client exits 7 at once, naming both versions, instead of reporting no
+/// answer after its handshake timeout.
+#[test]
+fn a_server_of_another_version_is_named_at_once() {
+    use braid_core::wire::{self, header::version_answer, VERSION};
+    let k = Keys::new("version");
+    let server = UdpSocket::bind("127.0.0.1:0").unwrap();
+    server.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    let listen = server.local_addr().unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let answering = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 2048];
+            let mut answered = 0;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let Ok((n, from)) = server.recv_from(&mut buf) else { continue };
+                if buf[0] == wire::TYPE_HANDSHAKE_INIT {
+                    let echo = braid_core::crypto::cookie::mac1_of(&buf[..n]);
+                    server.send_to(&version_answer(&echo, &[VERSION + 1]), from).unwrap();
+                    answered += 1;
+                }
+            }
+            answered
+        })
+    };
+    let t = Instant::now();
+    let srv = listen.to_string();
+    let mut args = vec!["client", "--server", &srv, "--server-key", &k.server_pub];
+    args.extend(["--key", k.client_key.to_str().unwrap(), "--link", "127.0.0.1"]);
+    let o = run(&args, "");
+    let took = t.elapsed();
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    assert!(answering.join().unwrap() >= 1);
+    let e = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(7), "{e}");
+    let both = format!("protocol version {} and this client version {VERSION}", VERSION + 1);
+    assert!(e.contains(&both), "{e}");
+    assert!(took < Duration::from_secs(5), "took {took:?}: {e}");
+}
+
+/// The server's side of the same: a client of another version that knows the server's key is
+/// answered with the server's version (smaller than its message), and the server's log says
+/// what happened; without the key, nothing is answered.
+#[test]
+fn a_client_of_another_version_is_answered_and_logged() {
+    use braid_core::crypto::cookie::{mac1_of, CookieJar};
+    use braid_core::wire::{self, Header, HANDSHAKE_INIT_LEN, VERSION};
+    let k = Keys::new("oldclient");
+    let (listen, sst) = (addr(free_udp()), addr(free_tcp()));
+    let server = k.server(listen, sst, &[]);
+    let probe = UdpSocket::bind("127.0.0.1:0").unwrap();
+    probe.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+    let mut init = vec![0x33; HANDSHAKE_INIT_LEN];
+    init[0] = wire::TYPE_HANDSHAKE_INIT;
+    init[1] = VERSION - 1;
+    let unstamped = init.clone();
+    let server_key: braid_core::PublicKey = k.server_pub.parse().unwrap();
+    CookieJar::new(&server_key).stamp(braid_core::Timestamp::from_nanos(1), &mut init);
+    let mut buf = [0u8; 2048];
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let answer = loop {
+        assert!(Instant::now() < deadline, "no answer; server log:\n{}", server.log());
+        probe.send_to(&init, listen).unwrap();
+        if let Ok(n) = probe.recv(&mut buf) {
+            break buf[..n].to_vec();
+        }
+    };
+    assert!(answer.len() < init.len());
+    assert_eq!(
+        wire::header::parse(&answer),
+        Ok(Header::Version { echo: &mac1_of(&init), versions: &[VERSION] })
+    );
+    probe.send_to(&unstamped, listen).unwrap();
+    assert!(probe.recv(&mut buf).is_err(), "a message without the server's key was answered");
+    let log = wait_log(&server, "another braid protocol version");
+    assert!(log.contains(&format!("client_version={}", VERSION - 1)), "{log}");
+}

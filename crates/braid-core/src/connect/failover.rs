@@ -20,6 +20,11 @@ pub enum AttemptEnd {
     Unreachable,
     /// The server answered and refused the client's key.
     Refused,
+    /// The server answered that it speaks another protocol version (the newest it speaks).
+    /// Not authenticated beyond an echo of the message (see `session`), so, like an ICMP
+    /// unreachable, it ends this attempt only; the phase gives up when every link of a round
+    /// ended so.
+    WrongVersion(u8),
 }
 
 /// Why the client gave up connecting.
@@ -37,6 +42,16 @@ pub enum FailoverError {
     /// No link got an answer within the budget.
     #[error("no answer from the server over any link")]
     NoAnswer,
+    /// The server speaks another protocol version (the newest it speaks), said over every
+    /// link of a round, or over some link when the budget ran out.
+    #[error(
+        "the server speaks braid protocol version {server} and this client version {}: run the same braid release on both",
+        crate::wire::VERSION
+    )]
+    Version {
+        /// The server's newest protocol version.
+        server: u8,
+    },
 }
 
 /// What the caller does next.
@@ -74,10 +89,13 @@ pub struct Failover {
     first_try: Duration,
     deadline: Timestamp,
     round: u32,
-    /// Attempts ended in the current round, and how many of them by ICMP.
+    /// Attempts ended in the current round, and how many of them by a definite answer (ICMP
+    /// unreachable, or VERSION).
     ended_in_round: usize,
-    unreachable_in_round: usize,
+    definite_in_round: usize,
     any_unreachable: bool,
+    /// The newest version a VERSION answer named, over any link.
+    server_version: Option<u8>,
     attempts: u32,
     current: Option<Attempt>,
     established: Option<(usize, Timestamp)>,
@@ -97,8 +115,9 @@ impl Failover {
             deadline: now + budget,
             round: 0,
             ended_in_round: 0,
-            unreachable_in_round: 0,
+            definite_in_round: 0,
             any_unreachable: false,
+            server_version: None,
             attempts: 0,
             current: None,
             established: None,
@@ -160,20 +179,27 @@ impl Failover {
             }
             AttemptEnd::Unreachable => {
                 self.any_unreachable = true;
-                self.unreachable_in_round += 1;
+                self.definite_in_round += 1;
+            }
+            AttemptEnd::WrongVersion(v) => {
+                self.server_version = Some(v);
+                // A definite answer, as an ICMP unreachable is.
+                self.definite_in_round += 1;
             }
             AttemptEnd::NoAnswer => {}
         }
         self.ended_in_round += 1;
         if self.ended_in_round >= self.links {
-            if self.unreachable_in_round >= self.links {
-                // Every link was told nothing listens there: waiting longer changes nothing.
-                self.give_up(FailoverError::Unreachable);
+            if self.definite_in_round >= self.links {
+                // Every link was told nothing listens there, or that the server speaks another
+                // version: waiting longer changes nothing.
+                let e = self.exhausted();
+                self.give_up(e);
                 return;
             }
             self.round += 1;
             self.ended_in_round = 0;
-            self.unreachable_in_round = 0;
+            self.definite_in_round = 0;
         }
     }
 
@@ -210,9 +236,11 @@ impl Failover {
         self.deadline
     }
 
-    /// The error for a budget spent without an answer.
+    /// The error for a budget spent without a session: the most telling answer any link got.
     fn exhausted(&self) -> FailoverError {
-        if self.any_unreachable {
+        if let Some(server) = self.server_version {
+            FailoverError::Version { server }
+        } else if self.any_unreachable {
             FailoverError::Unreachable
         } else {
             FailoverError::NoAnswer

@@ -104,6 +104,53 @@ fn every_link_refused_by_icmp_gives_up_at_once() {
 }
 
 #[test]
+fn every_link_told_another_version_gives_up_at_once_saying_so() {
+    let mut f = Failover::new(at(0), 2, 0, T);
+    assert_eq!(f.poll(at(0)), attempt(0, 2000));
+    f.attempt_failed(at(1), AttemptEnd::WrongVersion(9));
+    // Unauthenticated beyond an echo: one link's answer does not end the phase.
+    assert_eq!(f.poll(at(1)), attempt(1, 2000));
+    f.attempt_failed(at(2), AttemptEnd::Unreachable);
+    assert_eq!(f.poll(at(2)), Step::GiveUp(FailoverError::Version { server: 9 }));
+    let said = FailoverError::Version { server: 9 }.to_string();
+    assert!(
+        said.contains("version 9") && said.contains(&format!("version {}", crate::wire::VERSION)),
+        "{said}"
+    );
+}
+
+#[test]
+fn a_version_answer_on_one_link_is_named_when_the_budget_runs_out() {
+    let mut f = Failover::new(at(0), 2, 0, T);
+    let mut now = at(0);
+    let e = loop {
+        match f.poll(now) {
+            Step::Attempt { link: 0, .. } => f.attempt_failed(now, AttemptEnd::WrongVersion(9)),
+            Step::Attempt { .. } => {
+                now = f.poll_timeout().unwrap();
+                f.attempt_failed(now, AttemptEnd::NoAnswer);
+            }
+            Step::Wait => unreachable!("every attempt ends at once or at its timeout"),
+            Step::GiveUp(e) => break e,
+        }
+    };
+    assert_eq!(e, FailoverError::Version { server: 9 });
+    assert_eq!(now, at(20_000));
+}
+
+#[test]
+fn a_link_that_answers_for_the_right_server_wins_over_a_version_answer() {
+    // A forged VERSION on link 0 (someone on that path saw the message): link 1 still connects.
+    let mut f = Failover::new(at(0), 2, 0, T);
+    assert_eq!(f.poll(at(0)), attempt(0, 2000));
+    f.attempt_failed(at(1), AttemptEnd::WrongVersion(9));
+    assert_eq!(f.poll(at(1)), attempt(1, 2000));
+    f.established(at(40));
+    assert_eq!(f.established_on(), Some((1, at(40))));
+    assert_eq!(f.poll(at(5000)), Step::Wait);
+}
+
+#[test]
 fn one_link_refused_by_icmp_fails_over_and_is_named_at_the_end() {
     let mut f = Failover::new(at(0), 2, 0, T);
     let mut now = at(0);

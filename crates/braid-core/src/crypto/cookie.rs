@@ -17,8 +17,7 @@
 use super::keys::PublicKey;
 use crate::time::Timestamp;
 use crate::wire::{
-    COOKIE_LEN, COOKIE_NONCE_LEN, COOKIE_REPLY_LEN, MAC1_OFFSET, MAC2_OFFSET, MAC_LEN, TAG_LEN,
-    TYPE_COOKIE_REPLY,
+    COOKIE_LEN, COOKIE_NONCE_LEN, COOKIE_REPLY_LEN, MAC2_OFFSET, MAC_LEN, TAG_LEN, TYPE_COOKIE_REPLY,
 };
 use blake2::digest::consts::U16;
 use blake2::digest::{KeyInit, Mac};
@@ -65,9 +64,12 @@ fn address_bytes(addr: SocketAddr) -> [u8; 18] {
 }
 
 /// The `mac1` of a HANDSHAKE_INIT datagram, as sent (also its fingerprint: it covers the whole
-/// Noise message).
+/// Noise message). Read from the end, where every version keeps it (see `wire`), so that it
+/// also names a message of another version; zeros for a datagram too short to hold the MACs
+/// (callers check the length first).
 pub fn mac1_of(init: &[u8]) -> [u8; MAC_LEN] {
-    init[MAC1_OFFSET..MAC2_OFFSET].try_into().expect("a HANDSHAKE_INIT has its exact length")
+    let at = init.len().saturating_sub(2 * MAC_LEN);
+    init.get(at..at + MAC_LEN).and_then(|m| m.try_into().ok()).unwrap_or([0; MAC_LEN])
 }
 
 /// The server's side: checks `mac1` and `mac2`, makes cookie replies.
@@ -98,9 +100,11 @@ impl CookieChecker {
         }
     }
 
-    /// Whether `init` (a whole HANDSHAKE_INIT) carries a valid `mac1`.
+    /// Whether `init` (a whole HANDSHAKE_INIT, of this version or another: `mac1` is read
+    /// from the end) carries a valid `mac1`.
     pub fn mac1_ok(&self, init: &[u8]) -> bool {
-        let want = mac(&self.mac1_key, &[&init[..MAC1_OFFSET]]);
+        let Some(covered) = init.len().checked_sub(2 * MAC_LEN) else { return false };
+        let want = mac(&self.mac1_key, &[&init[..covered]]);
         bool::from(want.ct_eq(&mac1_of(init)))
     }
 
@@ -181,16 +185,20 @@ impl CookieJar {
         }
     }
 
-    /// Writes `mac1`, and `mac2` when a fresh cookie is held, into `init`.
+    /// Writes `mac1`, and `mac2` when a fresh cookie is held, into the last `2 × MAC_LEN`
+    /// bytes of `init` (where every version keeps them; see `wire`). A message too short to
+    /// hold them is left as it is.
     pub fn stamp(&mut self, now: Timestamp, init: &mut [u8]) {
-        let m1 = mac(&self.mac1_key, &[&init[..MAC1_OFFSET]]);
-        init[MAC1_OFFSET..MAC2_OFFSET].copy_from_slice(&m1);
+        let Some(mac1_at) = init.len().checked_sub(2 * MAC_LEN) else { return };
+        let mac2_at = mac1_at + MAC_LEN;
+        let m1 = mac(&self.mac1_key, &[&init[..mac1_at]]);
+        init[mac1_at..mac2_at].copy_from_slice(&m1);
         self.last_mac1 = Some(m1);
         let m2 = match self.cookie {
-            Some((c, at)) if now + COOKIE_MARGIN < at + COOKIE_LIFETIME => mac(&c, &[&init[..MAC2_OFFSET]]),
+            Some((c, at)) if now + COOKIE_MARGIN < at + COOKIE_LIFETIME => mac(&c, &[&init[..mac2_at]]),
             _ => [0; MAC_LEN],
         };
-        init[MAC2_OFFSET..].copy_from_slice(&m2);
+        init[mac2_at..].copy_from_slice(&m2);
     }
 
     /// Takes a COOKIE_REPLY addressed to the last stamped message (one per message).

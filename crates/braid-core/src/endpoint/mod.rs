@@ -5,7 +5,9 @@
 //! A HANDSHAKE_INIT passes, in order, checks that cost nothing like a Diffie-Hellman
 //! (WireGuard's order, whitepaper §5.4.4 and §5.4.7):
 //!
-//! 1. exact length and version (the header parser);
+//! 1. exact length and version (the header parser). A message of another version whose
+//!    `mac1` is valid gets a VERSION answer (the versions we speak, smaller than the message,
+//!    within the per-message and all-sources answer limits) and nothing else;
 //! 2. `mac1`, keyed by our public key: junk and messages for another server stop here;
 //! 3. the replay table ([`recent`]): a message seen in the last two minutes is answered from
 //!    the table (its session, or its refusal) or dropped;
@@ -63,7 +65,10 @@ const ANSWER_BURST: f64 = 5.0;
 /// Cookie replies per second, all sources: bounds the work a flood of valid-`mac1` junk can
 /// cause under load (each reply is smaller than its cause, so this is not about reflection).
 const COOKIES_PER_SECOND: f64 = 20_000.0;
-/// At most one log line per this interval for refused keys.
+/// VERSION answers per second, all sources: bounds the work a flood of other-version
+/// messages with a valid `mac1` can cause (each answer is smaller than its cause).
+const VERSIONS_PER_SECOND: f64 = 1_000.0;
+/// At most one log line per this interval for refused keys, and one for other versions.
 const REFUSAL_LOG_EVERY: Duration = Duration::from_secs(10);
 
 /// What the driver does with a datagram the endpoint looked at.
@@ -99,6 +104,8 @@ pub struct Replies {
     pub resets: u64,
     /// Refusals of keys that are not admitted.
     pub refusals: u64,
+    /// VERSION answers to clients of another protocol version.
+    pub versions: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -106,11 +113,23 @@ struct Known {
     client: PublicKey,
 }
 
-/// Log lines about refused keys, at most one per interval, counting what was left out.
+/// Log lines about refused handshakes, at most one per interval, counting what was left out.
 #[derive(Debug, Default)]
 struct RefusalLog {
     last: Option<Timestamp>,
     suppressed: u64,
+}
+
+impl RefusalLog {
+    /// Whether a line may be written at `now`; if so, how many were left out since the last.
+    fn line(&mut self, now: Timestamp) -> Option<u64> {
+        if self.last.is_some_and(|t| now < t + REFUSAL_LOG_EVERY) {
+            self.suppressed += 1;
+            return None;
+        }
+        self.last = Some(now);
+        Some(std::mem::take(&mut self.suppressed))
+    }
 }
 
 /// The session a data packet names, without decrypting it (None for handshake messages and
@@ -143,11 +162,14 @@ pub struct Endpoint {
     answers: RateLimiter,
     /// Cookie replies, all sources.
     cookie_replies: RateLimiter,
+    /// VERSION answers, all sources.
+    version_replies: RateLimiter,
     refusals: RefusalBudget,
     /// Session ids handed to jobs in progress.
     reserved: HashSet<SessionId>,
     under_load_until: Option<Timestamp>,
     refusal_log: RefusalLog,
+    version_log: RefusalLog,
     /// Datagrams dropped before reaching a session, by reason.
     pub dropped: BTreeMap<DropReason, u64>,
     /// Answers sent to unauthenticated packets.
@@ -172,10 +194,12 @@ impl Endpoint {
             handshakes: RateLimiter::new(HANDSHAKES_PER_SECOND, HANDSHAKE_BURST, MAX_SOURCES),
             answers: RateLimiter::new(ANSWERS_PER_SECOND, ANSWER_BURST, MAX_SOURCES),
             cookie_replies: RateLimiter::new(COOKIES_PER_SECOND, COOKIES_PER_SECOND / 10.0, 1),
+            version_replies: RateLimiter::new(VERSIONS_PER_SECOND, VERSIONS_PER_SECOND / 10.0, 1),
             refusals: RefusalBudget::new(),
             reserved: HashSet::new(),
             under_load_until: None,
             refusal_log: RefusalLog::default(),
+            version_log: RefusalLog::default(),
             dropped: BTreeMap::new(),
             replied: Replies::default(),
         }
@@ -210,6 +234,7 @@ impl Endpoint {
         data: &[u8],
     ) -> DatagramEvent {
         match wire::header::parse(data) {
+            Err(wire::ParseError::UnsupportedVersion(v)) => self.on_other_version(now, remote, data, v),
             Err(_) => self.drop(DropReason::Malformed),
             Ok(Header::Data(h)) => {
                 if self.sessions.contains_key(&h.session_id) {
@@ -218,9 +243,12 @@ impl Endpoint {
                     self.on_unknown_session(now, h.session_id, data.len())
                 }
             }
-            Ok(Header::HandshakeResp { .. } | Header::CookieReply { .. } | Header::StatelessReset { .. }) => {
-                self.drop(DropReason::UnexpectedHandshake)
-            }
+            Ok(
+                Header::HandshakeResp { .. }
+                | Header::CookieReply { .. }
+                | Header::StatelessReset { .. }
+                | Header::Version { .. },
+            ) => self.drop(DropReason::UnexpectedHandshake),
             Ok(Header::HandshakeInit { .. }) => self.on_init(now, local, remote, data),
         }
     }
@@ -240,6 +268,45 @@ impl Endpoint {
         let mut reset = vec![TYPE_STATELESS_RESET; STATELESS_RESET_LEN];
         reset[1..].copy_from_slice(&self.reset_key.token(id));
         DatagramEvent::Respond(reset)
+    }
+
+    /// A HANDSHAKE_INIT of another protocol version (`version`): answered with the versions we
+    /// speak, so that the client can say why it is not admitted instead of timing out — only
+    /// when its `mac1` is valid (a scanner that does not know our key learns nothing, as with
+    /// any other message), within the per-message answer limit and [`VERSIONS_PER_SECOND`].
+    fn on_other_version(
+        &mut self,
+        now: Timestamp,
+        remote: SocketAddr,
+        data: &[u8],
+        version: u8,
+    ) -> DatagramEvent {
+        if data.len() < wire::MIN_ANY_INIT_LEN {
+            return self.drop(DropReason::Malformed);
+        }
+        if !self.cookies.mac1_ok(data) {
+            return self.drop(DropReason::BadMac);
+        }
+        *self.dropped.entry(DropReason::WrongVersion).or_insert(0) += 1;
+        let fingerprint = mac1_of(data);
+        if !self.answers.allow_key(now, u128::from_be_bytes(fingerprint))
+            || !self.version_replies.allow_key(now, 0)
+        {
+            return DatagramEvent::Dropped(DropReason::WrongVersion);
+        }
+        self.replied.versions += 1;
+        if let Some(suppressed) = self.version_log.line(now) {
+            tracing::warn!(
+                %remote,
+                client_version = version,
+                server_version = wire::VERSION,
+                suppressed,
+                "a client of another braid protocol version tried to connect and was told this \
+                 server's version; run the same braid release on both (at most one such line per \
+                 10 s; `suppressed` counts the others)"
+            );
+        }
+        DatagramEvent::Respond(wire::header::version_answer(&fingerprint, &wire::SUPPORTED_VERSIONS))
     }
 
     fn under_load(&mut self, now: Timestamp) -> bool {
@@ -397,13 +464,7 @@ impl Endpoint {
     }
 
     fn log_refusal(&mut self, now: Timestamp, client: PublicKey, remote: SocketAddr) {
-        let log = &mut self.refusal_log;
-        if log.last.is_some_and(|t| now < t + REFUSAL_LOG_EVERY) {
-            log.suppressed += 1;
-            return;
-        }
-        let suppressed = std::mem::take(&mut log.suppressed);
-        log.last = Some(now);
+        let Some(suppressed) = self.refusal_log.line(now) else { return };
         tracing::info!(
             %client,
             %remote,

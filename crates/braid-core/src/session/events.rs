@@ -14,6 +14,11 @@ pub enum CloseReason {
     HandshakeTimeout,
     /// The server does not admit our key.
     Refused,
+    /// The server speaks another protocol version (the newest it speaks).
+    VersionMismatch {
+        /// The server's newest protocol version.
+        server: u8,
+    },
     /// The peer closed the session.
     PeerClosed {
         /// Application code.
@@ -42,6 +47,12 @@ impl fmt::Display for CloseReason {
                  different key than the one configured as server key",
             ),
             CloseReason::Refused => f.write_str("the server refused our key (not in its client list)"),
+            CloseReason::VersionMismatch { server } => write!(
+                f,
+                "the server speaks braid protocol version {server} and this client version {}: \
+                 run the same braid release on both",
+                crate::wire::VERSION
+            ),
             CloseReason::PeerClosed { code, reason } => {
                 write!(f, "closed by peer (code {code}: {reason})")
             }

@@ -54,11 +54,16 @@ pub enum DropReason {
     BadReset,
     /// A cookie reply that does not open, or a second one for the same handshake message.
     BadCookie,
+    /// A handshake message of a protocol version we do not speak (answered with ours when
+    /// its `mac1` is valid).
+    WrongVersion,
+    /// A VERSION answer that does not echo our handshake message, or lists our own version.
+    BadVersion,
 }
 
 impl DropReason {
     /// Every reason with its metric label.
-    pub const ALL: [(DropReason, &'static str); 19] = [
+    pub const ALL: [(DropReason, &'static str); 21] = [
         (DropReason::Malformed, "malformed"),
         (DropReason::UnknownSession, "unknown_session"),
         (DropReason::NotEstablished, "not_established"),
@@ -78,6 +83,8 @@ impl DropReason {
         (DropReason::KeyPhase, "key_phase"),
         (DropReason::BadReset, "bad_reset"),
         (DropReason::BadCookie, "bad_cookie"),
+        (DropReason::WrongVersion, "wrong_version"),
+        (DropReason::BadVersion, "bad_version"),
     ];
 
     /// Metric label.
@@ -104,6 +111,7 @@ impl Session {
             return self.drop_packet(DropReason::Closed);
         }
         match wire::header::parse(&data) {
+            Err(wire::ParseError::UnsupportedVersion(_)) => self.drop_packet(DropReason::WrongVersion),
             Err(_) => self.drop_packet(DropReason::Malformed),
             Ok(Header::HandshakeResp { session_id, noise }) => {
                 let noise = noise.to_vec();
@@ -116,6 +124,12 @@ impl Session {
             Ok(Header::StatelessReset { token }) => {
                 let token = *token;
                 self.on_stateless_reset(&token)
+            }
+            Ok(Header::Version { echo, versions }) => {
+                let server = versions.iter().copied().max();
+                let ours = versions.contains(&wire::VERSION);
+                let echo = *echo;
+                self.on_version(&echo, server.filter(|_| !ours))
             }
             Ok(Header::HandshakeInit { .. }) => {
                 // A retransmission of the message that created this session (its `mac2` may
@@ -150,6 +164,25 @@ impl Session {
         *tries = tries.saturating_sub(1);
         *next_send = now;
         tracing::debug!(session = %self.local_id, "cookie received; handshake resent with it");
+    }
+
+    /// The server does not speak our version (`server`: the newest it does; None when the
+    /// answer listed ours, which no server of ours sends): the handshake cannot succeed, and
+    /// the session ends saying so. The answer is not authenticated, so it counts only when it
+    /// echoes the `mac1` of our HANDSHAKE_INIT, which an off-path sender cannot know; a forged
+    /// one on the path costs what dropping our message would (the client's failover goes on
+    /// over its other links, see `connect`).
+    fn on_version(&mut self, echo: &[u8; wire::MAC_LEN], server: Option<u8>) {
+        let State::Handshaking { initiator, .. } = &self.state else {
+            return self.drop_packet(DropReason::UnexpectedHandshake);
+        };
+        let mine = crate::crypto::cookie::mac1_of(&initiator.init_packet);
+        let Some(server) = server.filter(|_| bool::from(subtle::ConstantTimeEq::ct_eq(&mine[..], &echo[..])))
+        else {
+            return self.drop_packet(DropReason::BadVersion);
+        };
+        tracing::debug!(session = %self.local_id, server, ours = wire::VERSION, "the server speaks another protocol version");
+        self.end(super::CloseReason::VersionMismatch { server });
     }
 
     /// RFC 9000 §10.3.1: a stateless reset whose token matches ends the session at once (the

@@ -4,8 +4,9 @@ use super::{
     ParseError, SessionId, COOKIE_LEN, COOKIE_NONCE_LEN, COOKIE_REPLY_LEN, DATA_HEADER_LEN,
     HANDSHAKE_INIT_LEN, HANDSHAKE_RESP_LEN, KEY_PHASE_MASK, RESET_TOKEN_LEN, SESSION_ID_OFFSET,
     STATELESS_RESET_LEN, TAG_LEN, TYPE_COOKIE_REPLY, TYPE_DATA, TYPE_HANDSHAKE_INIT, TYPE_HANDSHAKE_RESP,
-    TYPE_STATELESS_RESET, VERSION,
+    TYPE_STATELESS_RESET, TYPE_VERSION, VERSION, VERSION_ANSWER_MAX, VERSION_ANSWER_MIN,
 };
+use super::{MAC_LEN, MAX_VERSIONS};
 
 /// The clear-text header of a DATA packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +49,14 @@ pub enum Header<'a> {
         /// The Noise message.
         noise: &'a [u8],
     },
+    /// The server does not speak our version: the versions it does, for the HANDSHAKE_INIT
+    /// whose `mac1` it echoes.
+    Version {
+        /// `mac1` of the HANDSHAKE_INIT answered.
+        echo: &'a [u8; MAC_LEN],
+        /// The versions the server speaks (1 to [`MAX_VERSIONS`]).
+        versions: &'a [u8],
+    },
     /// A sealed DATA packet.
     Data(DataHeader),
 }
@@ -58,11 +67,14 @@ pub fn parse(datagram: &[u8]) -> Result<Header<'_>, ParseError> {
     let ty = *datagram.first().ok_or(ParseError::Truncated)?;
     match ty {
         TYPE_HANDSHAKE_INIT => {
+            // The version first: another version's message may have another length (the
+            // endpoint answers it; see the module docs of `wire`).
+            let version = *datagram.get(1).ok_or(ParseError::Truncated)?;
+            if version != VERSION {
+                return Err(ParseError::UnsupportedVersion(version));
+            }
             if datagram.len() != HANDSHAKE_INIT_LEN {
                 return Err(ParseError::Truncated);
-            }
-            if datagram[1] != VERSION {
-                return Err(ParseError::UnsupportedVersion(datagram[1]));
             }
             Ok(Header::HandshakeInit { noise: &datagram[2..super::MAC1_OFFSET] })
         }
@@ -89,6 +101,13 @@ pub fn parse(datagram: &[u8]) -> Result<Header<'_>, ParseError> {
             }
             Ok(Header::StatelessReset { token: datagram[1..].try_into().expect("exact length checked") })
         }
+        TYPE_VERSION => {
+            if !(VERSION_ANSWER_MIN..=VERSION_ANSWER_MAX).contains(&datagram.len()) {
+                return Err(ParseError::Truncated);
+            }
+            let (echo, versions) = datagram[1..].split_at(MAC_LEN);
+            Ok(Header::Version { echo: echo.try_into().expect("exact length checked"), versions })
+        }
         ty if ty & !KEY_PHASE_MASK == TYPE_DATA => {
             // At least one byte of frames, plus the tag.
             if datagram.len() < DATA_HEADER_LEN + 1 + TAG_LEN {
@@ -113,6 +132,17 @@ impl DataHeader {
         buf[9] = self.path_id;
         buf[10..14].copy_from_slice(&self.truncated_pn.to_be_bytes());
     }
+}
+
+/// The VERSION answer to a HANDSHAKE_INIT of another version whose `mac1` is `echo`, listing
+/// `versions` (at most [`MAX_VERSIONS`] of them are sent).
+pub fn version_answer(echo: &[u8; MAC_LEN], versions: &[u8]) -> Vec<u8> {
+    let versions = &versions[..versions.len().min(MAX_VERSIONS)];
+    let mut out = Vec::with_capacity(1 + MAC_LEN + versions.len());
+    out.push(TYPE_VERSION);
+    out.extend_from_slice(echo);
+    out.extend_from_slice(versions);
+    out
 }
 
 /// Recovers a full packet number from its low 32 bits, given the largest number received so far
@@ -166,6 +196,11 @@ mod tests {
         init.pop();
         init[1] = 9;
         assert_eq!(parse(&init), Err(ParseError::UnsupportedVersion(9)));
+        // Another version's message may be longer or shorter: still told apart by its version.
+        init.push(0);
+        assert_eq!(parse(&init), Err(ParseError::UnsupportedVersion(9)));
+        assert_eq!(parse(&init[..2]), Err(ParseError::UnsupportedVersion(9)));
+        assert_eq!(parse(&init[..1]), Err(ParseError::Truncated));
         assert_eq!(parse(&[0x77]), Err(ParseError::UnknownPacketType(0x77)));
         let mut reset = vec![TYPE_STATELESS_RESET; STATELESS_RESET_LEN];
         assert!(matches!(parse(&reset), Ok(Header::StatelessReset { .. })));
@@ -176,6 +211,25 @@ mod tests {
         cookie.pop();
         assert_eq!(parse(&cookie), Err(ParseError::Truncated));
         assert_eq!(parse(&[]), Err(ParseError::Truncated));
+    }
+
+    #[test]
+    fn version_answer_round_trip() {
+        let echo = [7u8; MAC_LEN];
+        let answer = version_answer(&echo, &[4, 5]);
+        assert_eq!(parse(&answer), Ok(Header::Version { echo: &echo, versions: &[4, 5] }));
+        // At most MAX_VERSIONS are listed, and a datagram longer than that is refused.
+        let many: Vec<u8> = (1..=20).collect();
+        let answer = version_answer(&echo, &many);
+        assert_eq!(answer.len(), VERSION_ANSWER_MAX);
+        assert!(
+            matches!(parse(&answer), Ok(Header::Version { versions, .. }) if versions.len() == MAX_VERSIONS)
+        );
+        let mut long = answer.clone();
+        long.push(9);
+        assert_eq!(parse(&long), Err(ParseError::Truncated));
+        // No version listed: refused.
+        assert_eq!(parse(&answer[..1 + MAC_LEN]), Err(ParseError::Truncated));
     }
 
     #[test]

@@ -7,6 +7,8 @@
 //! HANDSHAKE_RESP  server -> client   [0x02][client session id: u64][Noise IK message 2 ...]
 //! COOKIE_REPLY    server -> client   [0x04][nonce: 24][sealed cookie: 16][tag: 16]
 //! STATELESS_RESET server -> client   [0x05][reset token: 16]
+//! VERSION         server -> client   [0x06][mac1 of the HANDSHAKE_INIT it answers: 16]
+//!                                    [versions the server speaks: 1 to 8 bytes]
 //! DATA            either way         [0x10 | key phase: 2 bits][receiver session id: u64]
 //!                                    [path id: u8][packet number: u32]
 //!                                    [AEAD ciphertext of frames ...][tag: 16]
@@ -25,6 +27,14 @@
 //! §10.3): its token was given to the client, sealed, in HANDSHAKE_RESP. Session ids are 64
 //! bits so that nobody can collect the reset tokens of every id in advance (see
 //! `crypto::reset`).
+//!
+//! What every version keeps, so that a server can tell a client of another version why it is
+//! not admitted (QUIC's version negotiation, RFC 9000 §6, reduced to an answer): a
+//! HANDSHAKE_INIT starts with its type and version bytes, is at least [`MIN_ANY_INIT_LEN`]
+//! bytes long and ends with `mac1` and `mac2`, `mac1` keyed as here. The server answers one
+//! of another version with VERSION only when its `mac1` is valid (a scanner that does not know
+//! the server's key learns nothing), and the client believes a VERSION only when it echoes the
+//! `mac1` of its own message (which an off-path sender cannot know).
 //! Frames are parsed with checked readers: a malformed packet is rejected with a reason, never a
 //! panic (see `fuzz/` for the fuzz target over [`header::parse`] and [`frame::Frames`]).
 
@@ -47,6 +57,8 @@ pub const TYPE_HANDSHAKE_RESP: u8 = 0x02;
 pub const TYPE_COOKIE_REPLY: u8 = 0x04;
 /// Packet type of a stateless reset (a packet for a session the server does not know).
 pub const TYPE_STATELESS_RESET: u8 = 0x05;
+/// Packet type of the server's answer to a HANDSHAKE_INIT of a version it does not speak.
+pub const TYPE_VERSION: u8 = 0x06;
 /// Packet type of every packet after the handshake, with the key phase in its low two bits.
 pub const TYPE_DATA: u8 = 0x10;
 /// The bits of a DATA type byte that carry the key phase.
@@ -90,6 +102,18 @@ pub const COOKIE_REPLY_LEN: usize = 1 + COOKIE_NONCE_LEN + COOKIE_LEN + TAG_LEN;
 /// Full STATELESS_RESET datagram length (smaller than any DATA packet that can cause it).
 pub const STATELESS_RESET_LEN: usize = 1 + RESET_TOKEN_LEN;
 
+/// The protocol versions this build speaks: what a VERSION answer lists.
+pub const SUPPORTED_VERSIONS: [u8; 1] = [VERSION];
+/// Versions a VERSION answer lists at most.
+pub const MAX_VERSIONS: usize = 8;
+/// The shortest HANDSHAKE_INIT of any version (see the module docs): a shorter one of another
+/// version is junk, and the VERSION answer is always smaller than what it answers.
+pub const MIN_ANY_INIT_LEN: usize = 64;
+/// Shortest and longest VERSION datagram.
+pub const VERSION_ANSWER_MIN: usize = 1 + MAC_LEN + 1;
+/// See [`VERSION_ANSWER_MIN`].
+pub const VERSION_ANSWER_MAX: usize = 1 + MAC_LEN + MAX_VERSIONS;
+
 /// The smallest UDP payload every path must carry; path probes are padded to it.
 pub const MIN_DATAGRAM: usize = 1200;
 
@@ -128,3 +152,5 @@ pub enum ParseError {
 const _: () = assert!(HANDSHAKE_RESP_LEN < HANDSHAKE_INIT_LEN);
 const _: () = assert!(COOKIE_REPLY_LEN < HANDSHAKE_INIT_LEN);
 const _: () = assert!(STATELESS_RESET_LEN < DATA_OVERHEAD + 1);
+const _: () = assert!(VERSION_ANSWER_MAX < MIN_ANY_INIT_LEN && MIN_ANY_INIT_LEN <= HANDSHAKE_INIT_LEN);
+const _: () = assert!(MIN_ANY_INIT_LEN >= 2 + 2 * MAC_LEN);
