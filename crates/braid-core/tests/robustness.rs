@@ -128,6 +128,19 @@ proptest! {
         }
     }
 
+    /// A client still in its handshake, before any answer: random datagrams (VERSION answers
+    /// among them, first byte 0x06) neither panic nor end it, and it still connects.
+    #[test]
+    fn handshaking_client_survives_random_datagrams(data in proptest::collection::vec(any::<u8>(), 0..1500), first in 0u8..0x14) {
+        let mut p = Pair::good();
+        let mut d = data;
+        if let Some(b) = d.first_mut() { *b = first; }
+        p.client.handle_datagram(p.now, Some(addr(CLIENT)), addr(SERVER), BytesMut::from(&d[..]));
+        prop_assert_eq!(closed_reason(&mut p.client), None);
+        p.run(Duration::from_millis(10));
+        prop_assert!(p.client.is_established());
+    }
+
     #[test]
     fn established_session_survives_random_datagrams(data in proptest::collection::vec(any::<u8>(), 0..1500)) {
         let mut p = Pair::good();

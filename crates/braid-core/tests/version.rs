@@ -73,9 +73,15 @@ fn without_the_servers_key_another_version_gets_no_answer() {
     // A scanner that does not know the key: no answer tells it a braid server is here.
     let junk = other_version(VERSION + 1, HANDSHAKE_INIT_LEN, false);
     assert!(matches!(e.handle(t, None, addr(CLIENT), &junk), DatagramEvent::Dropped(DropReason::BadMac)));
-    // Too short to be any version's message: malformed, whatever it carries.
+    // Too short or too long to be any version's message: malformed, whatever it carries (the
+    // bound keeps the mac1 work small).
     let short = other_version(VERSION + 1, wire::MIN_ANY_INIT_LEN - 1, true);
     assert!(matches!(e.handle(t, None, addr(CLIENT), &short), DatagramEvent::Dropped(DropReason::Malformed)));
+    let long = other_version(VERSION + 1, wire::MAX_ANY_INIT_LEN + 1, true);
+    assert!(matches!(e.handle(t, None, addr(CLIENT), &long), DatagramEvent::Dropped(DropReason::Malformed)));
+    let longest = other_version(VERSION + 1, wire::MAX_ANY_INIT_LEN, true);
+    assert!(matches!(e.handle(t, None, addr(CLIENT), &longest), DatagramEvent::Respond(_)));
+    e.replied.versions -= 1;
     assert!(matches!(
         e.handle(t, None, addr(CLIENT), &[wire::TYPE_HANDSHAKE_INIT, 9]),
         DatagramEvent::Dropped(_)
@@ -103,6 +109,29 @@ fn version_answers_are_limited_per_message() {
     // Another message is answered still.
     let other = other_version(VERSION + 2, HANDSHAKE_INIT_LEN, true);
     assert!(matches!(e.handle(t, None, addr(CLIENT), &other), DatagramEvent::Respond(_)));
+}
+
+#[test]
+fn a_flood_of_new_messages_gets_a_bounded_number_of_answers_and_leaves_resets_alone() {
+    let mut e = server_endpoint();
+    let t = Timestamp::from_nanos(1);
+    // Anyone with the server's public key can make new messages at will: 100,000 of them at
+    // one instant get one burst of the all-sources limit (100) ...
+    let mut answered = 0;
+    for i in 0..100_000u32 {
+        let mut init = other_version(VERSION + 1, HANDSHAKE_INIT_LEN, false);
+        init[2..6].copy_from_slice(&i.to_be_bytes());
+        CookieJar::new(&keys().1.public_key()).stamp(t, &mut init);
+        if let DatagramEvent::Respond(_) = e.handle(t, None, addr(CLIENT), &init) {
+            answered += 1;
+        }
+    }
+    assert_eq!(answered, 100);
+    // ... and do not crowd out the per-session answers: a reset is still sent.
+    let key = braid_core::crypto::reset::ResetKey::new(&keys().1);
+    let mut data = vec![0x10; 40];
+    data[1..9].copy_from_slice(&key.session_id(77).0.to_be_bytes());
+    assert!(matches!(e.handle(t, None, addr(CLIENT), &data), DatagramEvent::Respond(_)));
 }
 
 #[test]

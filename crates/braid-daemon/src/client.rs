@@ -1,7 +1,7 @@
 //! `braid client`: one path per link, front ends, and a supervisor that keeps a session up —
 //! reconnecting after the session ends, except when the first handshake shows a configuration
-//! problem (refused key, no answer, server unreachable), which is reported with its own exit
-//! code.
+//! problem (refused key, no answer, server unreachable, another protocol version), which is
+//! reported with its own exit code.
 
 use crate::appproto::{decode_udp, split_host_port, Target};
 use crate::bridge::{AppMsg, OpenError, StreamEnds};

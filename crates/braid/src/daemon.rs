@@ -51,7 +51,8 @@ pub struct ServerArgs {
 another address over that link.\n\
 Every setting can also come from --config FILE (see examples/client.toml); flags win.\n\
 Exit codes: 0 stopped, 1 runtime error, 2 bad configuration, 3 unknown interface or no usable link, \
-4 server unreachable, 5 no answer from the server (down, or a different server key), 6 our key refused."
+4 server unreachable, 5 no answer from the server (down, or a different server key), 6 our key refused, \
+7 the server speaks another braid protocol version."
 )]
 pub struct ClientArgs {
     /// TOML configuration file.

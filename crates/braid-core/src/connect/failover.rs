@@ -182,7 +182,7 @@ impl Failover {
                 self.definite_in_round += 1;
             }
             AttemptEnd::WrongVersion(v) => {
-                self.server_version = Some(v);
+                self.server_version = Some(self.server_version.map_or(v, |s| s.max(v)));
                 // A definite answer, as an ICMP unreachable is.
                 self.definite_in_round += 1;
             }

@@ -2,8 +2,8 @@
 //! (WireGuard whitepaper §5.4.4, §5.4.7).
 //!
 //! ```text
-//! mac1 = MAC(HASH("braid mac1--" || server public key), msg[..MAC1_OFFSET])
-//! mac2 = MAC(cookie, msg[..MAC2_OFFSET])            zeros when the client holds no cookie
+//! mac1 = MAC(HASH("braid mac1--" || server public key), msg[..len - 32])
+//! mac2 = MAC(cookie, msg[..len - 16])               zeros when the client holds no cookie
 //! cookie = MAC(R, source address)                   R: 32 random bytes, renewed every 2 min
 //! COOKIE_REPLY = [0x04][nonce 24][XAEAD(HASH("braid cookie" || server public key), nonce,
 //!                                      cookie, aad = mac1 of the message it answers)]

@@ -5,9 +5,10 @@
 //! A HANDSHAKE_INIT passes, in order, checks that cost nothing like a Diffie-Hellman
 //! (WireGuard's order, whitepaper §5.4.4 and §5.4.7):
 //!
-//! 1. exact length and version (the header parser). A message of another version whose
-//!    `mac1` is valid gets a VERSION answer (the versions we speak, smaller than the message,
-//!    within the per-message and all-sources answer limits) and nothing else;
+//! 1. version, then exact length (the header parser). A message of another version, of a
+//!    length any version may have, whose `mac1` is valid gets a VERSION answer (the versions
+//!    we speak, smaller than the message, within the all-sources and per-message answer
+//!    limits) and nothing else: it stops here;
 //! 2. `mac1`, keyed by our public key: junk and messages for another server stop here;
 //! 3. the replay table ([`recent`]): a message seen in the last two minutes is answered from
 //!    the table (its session, or its refusal) or dropped;
@@ -65,9 +66,12 @@ const ANSWER_BURST: f64 = 5.0;
 /// Cookie replies per second, all sources: bounds the work a flood of valid-`mac1` junk can
 /// cause under load (each reply is smaller than its cause, so this is not about reflection).
 const COOKIES_PER_SECOND: f64 = 20_000.0;
-/// VERSION answers per second, all sources: bounds the work a flood of other-version
-/// messages with a valid `mac1` can cause (each answer is smaller than its cause).
+/// VERSION answers per second, all sources: bounds what a flood of other-version messages
+/// with a valid `mac1` costs beyond the `mac1` check (each answer is smaller than its cause).
 const VERSIONS_PER_SECOND: f64 = 1_000.0;
+/// Messages of other versions whose answers are counted at once (their own table: a flood of
+/// new ones fills it, not the one stateless resets and refusals use).
+const VERSION_MESSAGES: usize = 4096;
 /// At most one log line per this interval for refused keys, and one for other versions.
 const REFUSAL_LOG_EVERY: Duration = Duration::from_secs(10);
 
@@ -162,7 +166,8 @@ pub struct Endpoint {
     answers: RateLimiter,
     /// Cookie replies, all sources.
     cookie_replies: RateLimiter,
-    /// VERSION answers, all sources.
+    /// VERSION answers by message fingerprint (apart from `answers`), and over all sources.
+    version_answers: RateLimiter,
     version_replies: RateLimiter,
     refusals: RefusalBudget,
     /// Session ids handed to jobs in progress.
@@ -194,6 +199,7 @@ impl Endpoint {
             handshakes: RateLimiter::new(HANDSHAKES_PER_SECOND, HANDSHAKE_BURST, MAX_SOURCES),
             answers: RateLimiter::new(ANSWERS_PER_SECOND, ANSWER_BURST, MAX_SOURCES),
             cookie_replies: RateLimiter::new(COOKIES_PER_SECOND, COOKIES_PER_SECOND / 10.0, 1),
+            version_answers: RateLimiter::new(ANSWERS_PER_SECOND, ANSWER_BURST, VERSION_MESSAGES),
             version_replies: RateLimiter::new(VERSIONS_PER_SECOND, VERSIONS_PER_SECOND / 10.0, 1),
             refusals: RefusalBudget::new(),
             reserved: HashSet::new(),
@@ -272,8 +278,9 @@ impl Endpoint {
 
     /// A HANDSHAKE_INIT of another protocol version (`version`): answered with the versions we
     /// speak, so that the client can say why it is not admitted instead of timing out — only
-    /// when its `mac1` is valid (a scanner that does not know our key learns nothing, as with
-    /// any other message), within the per-message answer limit and [`VERSIONS_PER_SECOND`].
+    /// when its length is one a message of any version may have (the bound keeps the `mac1`
+    /// computation cheap) and its `mac1` is valid (a scanner that does not know our key learns
+    /// nothing), within the per-message answer limit and [`VERSIONS_PER_SECOND`].
     fn on_other_version(
         &mut self,
         now: Timestamp,
@@ -281,7 +288,7 @@ impl Endpoint {
         data: &[u8],
         version: u8,
     ) -> DatagramEvent {
-        if data.len() < wire::MIN_ANY_INIT_LEN {
+        if !(wire::MIN_ANY_INIT_LEN..=wire::MAX_ANY_INIT_LEN).contains(&data.len()) {
             return self.drop(DropReason::Malformed);
         }
         if !self.cookies.mac1_ok(data) {
@@ -289,7 +296,9 @@ impl Endpoint {
         }
         *self.dropped.entry(DropReason::WrongVersion).or_insert(0) += 1;
         let fingerprint = mac1_of(data);
-        if !self.answers.allow_key(now, u128::from_be_bytes(fingerprint))
+        // Per message in a table of its own: anyone with our public key can make new messages
+        // at will, and in the table that resets and refusals share each would take a slot.
+        if !self.version_answers.allow_key(now, u128::from_be_bytes(fingerprint))
             || !self.version_replies.allow_key(now, 0)
         {
             return DatagramEvent::Dropped(DropReason::WrongVersion);

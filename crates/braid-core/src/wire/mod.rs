@@ -30,11 +30,15 @@
 //!
 //! What every version keeps, so that a server can tell a client of another version why it is
 //! not admitted (QUIC's version negotiation, RFC 9000 §6, reduced to an answer): a
-//! HANDSHAKE_INIT starts with its type and version bytes, is at least [`MIN_ANY_INIT_LEN`]
-//! bytes long and ends with `mac1` and `mac2`, `mac1` keyed as here. The server answers one
-//! of another version with VERSION only when its `mac1` is valid (a scanner that does not know
-//! the server's key learns nothing), and the client believes a VERSION only when it echoes the
-//! `mac1` of its own message (which an off-path sender cannot know).
+//! HANDSHAKE_INIT starts with its type and version bytes, is [`MIN_ANY_INIT_LEN`] to
+//! [`MAX_ANY_INIT_LEN`] bytes long and ends with `mac1` and `mac2`, `mac1` keyed as here over
+//! everything before it; and VERSION is as above (type 0x06, the echoed `mac1`, then 1 to
+//! [`MAX_VERSIONS`] version bytes). The server answers a message of another version with
+//! VERSION only when its `mac1` is valid (a scanner that does not know the server's key
+//! learns nothing), and the client believes a VERSION only when it echoes the `mac1` of its
+//! own message (which an off-path sender cannot know). A VERSION forged by someone who saw the
+//! message ends that attempt only (see `connect`).
+//!
 //! Frames are parsed with checked readers: a malformed packet is rejected with a reason, never a
 //! panic (see `fuzz/` for the fuzz target over [`header::parse`] and [`frame::Frames`]).
 
@@ -109,6 +113,10 @@ pub const MAX_VERSIONS: usize = 8;
 /// The shortest HANDSHAKE_INIT of any version (see the module docs): a shorter one of another
 /// version is junk, and the VERSION answer is always smaller than what it answers.
 pub const MIN_ANY_INIT_LEN: usize = 64;
+/// The longest HANDSHAKE_INIT of any version: room for a post-quantum Noise message (an
+/// ML-KEM-768 key is 1,184 bytes), and a bound on the `mac1` work a message of another
+/// version can cost before it is dropped.
+pub const MAX_ANY_INIT_LEN: usize = 4096;
 /// Shortest and longest VERSION datagram.
 pub const VERSION_ANSWER_MIN: usize = 1 + MAC_LEN + 1;
 /// See [`VERSION_ANSWER_MIN`].
@@ -153,4 +161,4 @@ const _: () = assert!(HANDSHAKE_RESP_LEN < HANDSHAKE_INIT_LEN);
 const _: () = assert!(COOKIE_REPLY_LEN < HANDSHAKE_INIT_LEN);
 const _: () = assert!(STATELESS_RESET_LEN < DATA_OVERHEAD + 1);
 const _: () = assert!(VERSION_ANSWER_MAX < MIN_ANY_INIT_LEN && MIN_ANY_INIT_LEN <= HANDSHAKE_INIT_LEN);
-const _: () = assert!(MIN_ANY_INIT_LEN >= 2 + 2 * MAC_LEN);
+const _: () = assert!(MIN_ANY_INIT_LEN >= 2 + 2 * MAC_LEN && HANDSHAKE_INIT_LEN <= MAX_ANY_INIT_LEN);

@@ -13,7 +13,7 @@
 //!           || rate limit (u64 bytes/s, 0: none) || bytes left under the cap (u64, MAX: none)
 //!           || lease (u16 seconds of silence after which the relay forgets the member)
 //! ```
-//! The type bytes are outside every type braid's own packets use (0x01..0x05, 0x10..0x13), so
+//! The type bytes are outside every type braid's own packets use (0x01..0x06, 0x10..0x13), so
 //! the sharer tells an allocation from a relayed path packet by its first byte. A message is
 //! accepted only at its exact size (the WireGuard habit); the answer is shorter than the
 //! request, so a forged source address gets no amplification.

@@ -86,7 +86,8 @@ fn the_drain_rate_decays_per_sample_and_keeps_through_silence() {
     e.on_delivery_rate(ms(20), 50.0, true);
     assert!((e.drain_rate() - want).abs() < 1e-9);
     // Silence: the estimate's windows expire, the drain rate stays.
-    assert_eq!(e.estimate(ms(60_000), None, 0.0), want);
+    // (Within rounding: `powi` may differ from repeated products in the last bit.)
+    assert!((e.estimate(ms(60_000), None, 0.0) - want).abs() < 1e-9);
     assert!((e.drain_rate() - want).abs() < 1e-9);
     // A packet pair above it raises it.
     e.on_packet_pair(ms(60_000), 5000.0);
