@@ -31,6 +31,24 @@ fn run_dead(mut f: Failover) -> (Vec<(u64, usize, u64)>, u64, FailoverError) {
     }
 }
 
+/// Drives a two-link phase in which link 0's attempts end at once with `end` and link 1's are
+/// never answered: why and when it gave up.
+fn run_link0_answers(end: AttemptEnd) -> (FailoverError, Timestamp) {
+    let mut f = Failover::new(at(0), 2, 0, T);
+    let mut now = at(0);
+    loop {
+        match f.poll(now) {
+            Step::Attempt { link: 0, .. } => f.attempt_failed(now, end),
+            Step::Attempt { .. } => {
+                now = f.poll_timeout().unwrap();
+                f.attempt_failed(now, AttemptEnd::NoAnswer);
+            }
+            Step::Wait => unreachable!("every attempt ends at once or at its timeout"),
+            Step::GiveUp(e) => return (e, now),
+        }
+    }
+}
+
 #[test]
 fn first_link_first_then_the_next_after_the_first_try() {
     let mut f = Failover::new(at(0), 3, 0, T);
@@ -121,21 +139,10 @@ fn every_link_told_another_version_gives_up_at_once_saying_so() {
 
 #[test]
 fn a_version_answer_on_one_link_is_named_when_the_budget_runs_out() {
-    let mut f = Failover::new(at(0), 2, 0, T);
-    let mut now = at(0);
-    let e = loop {
-        match f.poll(now) {
-            Step::Attempt { link: 0, .. } => f.attempt_failed(now, AttemptEnd::WrongVersion(9)),
-            Step::Attempt { .. } => {
-                now = f.poll_timeout().unwrap();
-                f.attempt_failed(now, AttemptEnd::NoAnswer);
-            }
-            Step::Wait => unreachable!("every attempt ends at once or at its timeout"),
-            Step::GiveUp(e) => break e,
-        }
-    };
-    assert_eq!(e, FailoverError::Version { server: 9 });
-    assert_eq!(now, at(20_000));
+    assert_eq!(
+        run_link0_answers(AttemptEnd::WrongVersion(9)),
+        (FailoverError::Version { server: 9 }, at(20_000))
+    );
 }
 
 #[test]
@@ -152,21 +159,7 @@ fn a_link_that_answers_for_the_right_server_wins_over_a_version_answer() {
 
 #[test]
 fn one_link_refused_by_icmp_fails_over_and_is_named_at_the_end() {
-    let mut f = Failover::new(at(0), 2, 0, T);
-    let mut now = at(0);
-    let e = loop {
-        match f.poll(now) {
-            Step::Attempt { link: 0, .. } => f.attempt_failed(now, AttemptEnd::Unreachable),
-            Step::Attempt { .. } => {
-                now = f.poll_timeout().unwrap();
-                f.attempt_failed(now, AttemptEnd::NoAnswer);
-            }
-            Step::Wait => unreachable!("every attempt ends at once or at its timeout"),
-            Step::GiveUp(e) => break e,
-        }
-    };
-    assert_eq!(e, FailoverError::Unreachable);
-    assert_eq!(now, at(20_000));
+    assert_eq!(run_link0_answers(AttemptEnd::Unreachable), (FailoverError::Unreachable, at(20_000)));
 }
 
 #[test]
