@@ -44,10 +44,7 @@ pub enum FailoverError {
     NoAnswer,
     /// The server speaks another protocol version (the newest it speaks), said over every
     /// link of a round, or over some link when the budget ran out.
-    #[error(
-        "the server speaks braid protocol version {server} and this client version {}: run the same braid release on both",
-        crate::wire::VERSION
-    )]
+    #[error("{}", crate::CloseReason::VersionMismatch { server: *server })]
     Version {
         /// The server's newest protocol version.
         server: u8,
