@@ -11,7 +11,8 @@
 //! through one shaped link (`--bottleneck 200mbit/10ms`, the simulator's link spec), or, without it, with the
 //! machine's CPU as the shared bottleneck (server, clients and sources compete). It prints each session's
 //! goodput over the second half, their spread (largest deviation from the mean, as a share of
-//! the mean) and Jain's fairness index.
+//! the mean), Jain's fairness index, and how well each session's goodput in the third quarter
+//! predicts its fourth (Pearson's r: near 1, the differences last; near 0, they are noise).
 //!
 //!     cargo run --release -p braid-emu --example many_sessions -- --sessions 1000 --active 0
 //!     cargo run --release -p braid-emu --example many_sessions -- --sessions 100 --active 100 --bottleneck 200mbit/10ms
@@ -457,6 +458,8 @@ async fn run(args: Args) -> Result<(), String> {
     let mut rates = Vec::new();
     // Datagrams dropped at full socket buffers on this host while the sessions were active.
     let mut dropped: Option<u64> = None;
+    // Pearson correlation of each session's third- and fourth-quarter goodput.
+    let mut persistence: Option<f64> = None;
     if args.active > 0 {
         let counts: Vec<Arc<AtomicU64>> = (0..args.active).map(|_| Arc::default()).collect();
         // Downloads read from a source; uploads write to a sink that counts what arrives.
@@ -508,10 +511,17 @@ async fn run(args: Args) -> Result<(), String> {
         tokio::time::sleep(args.duration / 2).await;
         let half: Vec<u64> = counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
         let t_half = Instant::now();
+        // The third quarter's counts: whether a session's quarter rates agree tells a lasting
+        // difference between sessions from noise that a longer run would average out.
+        tokio::time::sleep(args.duration / 4).await;
+        let three: Vec<u64> = counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
         // The counts as they stand at the end (a sink still receives what was on its way).
         tokio::time::sleep_until(end.into()).await;
         let full: Vec<u64> = counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
         let secs = t_half.elapsed().as_secs_f64();
+        // (Correlation ignores scale: bytes per quarter serve as rates.)
+        let quarter = |a: &[u64], b: &[u64]| a.iter().zip(b).map(|(x, y)| (x - y) as f64).collect::<Vec<_>>();
+        persistence = correlation(&quarter(&three, &half), &quarter(&full, &three));
         for (i, t) in tasks.into_iter().enumerate() {
             t.await.map_err(|e| e.to_string())?.map_err(|e| format!("session {i}: {e}"))?;
         }
@@ -564,7 +574,8 @@ async fn run(args: Args) -> Result<(), String> {
     if !rates.is_empty() {
         println!(
             "active: {} sessions, {:.1} Mbit/s in all; each mean {:.2}, min {:.2}, max {:.2} Mbit/s; \
-             largest deviation {:.1} % of the mean; Jain {:.4}; server {:.1} MB resident (peak {:.1} MB)",
+             largest deviation {:.1} % of the mean; Jain {:.4}; quarters agree r = {}; server {:.1} MB \
+             resident (peak {:.1} MB)",
             rates.len(),
             total,
             mean,
@@ -572,6 +583,7 @@ async fn run(args: Args) -> Result<(), String> {
             max,
             100.0 * spread,
             jain,
+            persistence.map_or("n/a".into(), |r| format!("{r:.2}")),
             rss_end as f64 / 1024.0,
             hwm_end as f64 / 1024.0
         );
@@ -579,7 +591,7 @@ async fn run(args: Args) -> Result<(), String> {
     println!(
         "{{\"direction\":\"{}\",\"congestion\":\"{}\",\"client_congestion\":\"{}\",\"sessions\":{},\"server_rss_empty_mb\":{:.2},\"server_rss_idle_mb\":{:.2},\"idle_kb_per_session\":{:.1},\
          \"idle_cpu_percent\":{:.3},\"active\":{},\"active_total_mbps\":{:.2},\"active_min_mbps\":{:.3},\
-         \"active_max_mbps\":{:.3},\"active_max_deviation\":{:.4},\"jain\":{:.5},\"server_rss_peak_mb\":{:.2},\"socket_drops\":{}}}",
+         \"active_max_mbps\":{:.3},\"active_max_deviation\":{:.4},\"jain\":{:.5},\"quarters_r\":{},\"server_rss_peak_mb\":{:.2},\"socket_drops\":{}}}",
         if args.upload { "upload" } else { "download" },
         args.congestion,
         args.client_congestion,
@@ -594,6 +606,7 @@ async fn run(args: Args) -> Result<(), String> {
         max,
         spread,
         jain,
+        persistence.map_or("null".into(), |r| format!("{r:.3}")),
         hwm_end as f64 / 1024.0,
         dropped.map_or("null".into(), |n| n.to_string())
     );
@@ -601,6 +614,24 @@ async fn run(args: Args) -> Result<(), String> {
         c.stop();
     }
     Ok(())
+}
+
+/// Pearson's correlation coefficient of two equally long samples; `None` when either is constant
+/// or there are fewer than three.
+fn correlation(a: &[f64], b: &[f64]) -> Option<f64> {
+    let n = a.len().min(b.len());
+    if n < 3 {
+        return None;
+    }
+    let mean = |x: &[f64]| x[..n].iter().sum::<f64>() / n as f64;
+    let (ma, mb) = (mean(a), mean(b));
+    let (mut sab, mut saa, mut sbb) = (0.0, 0.0, 0.0);
+    for (x, y) in a.iter().zip(b).take(n) {
+        sab += (x - ma) * (y - mb);
+        saa += (x - ma).powi(2);
+        sbb += (y - mb).powi(2);
+    }
+    (saa > 0.0 && sbb > 0.0).then(|| sab / (saa * sbb).sqrt())
 }
 
 #[tokio::main]
