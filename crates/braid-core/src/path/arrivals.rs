@@ -4,7 +4,7 @@
 //! received and lost (gaps in its packet numbers), inter-arrival jitter, received rate — and,
 //! for each gap, the inter-arrival loss verdict of seed 001 §4.3.
 //!
-//! **Loss verdict** (seed 001 §4.3, after its reference [20], Biaz and Vaidya): "the telltale
+//! **Loss verdict** (seed 001 §4.3, after its reference \[20\], Biaz and Vaidya): "the telltale
 //! signs of congestion are an increase in the interarrival time seen by the receiver … If a
 //! loss is accompanied by a growing trend in the interarrival times, the loss is probably a
 //! congestion loss. If not, it is probably a transmission loss". A packet dropped by a full

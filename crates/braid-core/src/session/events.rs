@@ -90,7 +90,7 @@ pub enum Event {
     Connected,
     /// A stream event.
     Stream(StreamEvent),
-    /// A datagram arrived (read it with [`Session::recv_datagram`]).
+    /// A datagram arrived (read it with [`Session::recv_datagram`](super::Session::recv_datagram)).
     DatagramReceived,
     /// A path changed.
     Path(PathId, PathEvent),
