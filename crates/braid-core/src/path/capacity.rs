@@ -19,8 +19,8 @@
 //!    max filter over the delivery rate ("BtlBw = max(delivery rate) over a window", Cardwell
 //!    et al., *BBR*, ACM Queue 2016), with a 2 s window so it follows a link that slowed — or
 //!    the controller's model if larger (it rides out short dips such as a minimum-RTT probe),
-//!    or the largest sample of the window taken while the scheduler held the path back in
-//!    favour of another path, if larger still. Such a sample is a lower bound (draft-cheng §3.4: an application-limited
+//!    or the largest sample of the window taken while the scheduler held the path back, if
+//!    larger still. Such a sample is a lower bound (draft-cheng §3.4: an application-limited
 //!    sample "can only underestimate"), so the capacity is at least that. Without it, a path
 //!    the scheduler bounds by its estimate (EDPF's [`crate::scheduler::edpf::free`]) kept the
 //!    estimate of its first saturated samples: every later sample was taken under the bound
@@ -28,10 +28,7 @@
 //!    --link 100mbit/50ms/jitter=1ms --scheduler edpf --duration 20s --seed 5`: 4 packets in
 //!    flight on the 100 Mbit/s path for 12 s, efficiency 0.317; now 0.835). Samples limited
 //!    by the application stay out of this rule: an idle path's estimate keeps its saturated
-//!    peak. So do samples of a session's only path: held at the bound, it starves no other
-//!    path, and in a crowd of single-path sessions the rule let a session that started into
-//!    the others' queue loosen its own bound (`crowd 100 200mbit/10ms 60 1 bbr-shared`:
-//!    largest deviation 44.5 % with it, 8.0 % without; docs/benchmarks.md);
+//!    peak;
 //! 2. else the latest packet pair: a direct measurement, where an application-limited sample
 //!    only bounds the capacity from below and a controller's model may carry an inflated
 //!    sample — unless the largest sample of the window taken while held back exceeds it by
@@ -101,9 +98,6 @@ pub struct CapacityEstimate {
     /// Samples until the path has delivered this many bytes are not saturated: the scheduler
     /// held the path back while it could have sent.
     held_back_until: u64,
-    /// Of those, samples until this many bytes were held back in favour of another path
-    /// (only they may raise the estimate: [`CapacityEstimate::on_held_back_rate`]).
-    held_for_another_until: u64,
 }
 
 impl CapacityEstimate {
@@ -135,26 +129,15 @@ impl CapacityEstimate {
     }
 
     /// The scheduler held the path back while it could have sent: delivery-rate samples until
-    /// `delivered` bytes are delivered are lower bounds, not saturated ones. `another_path`:
-    /// the session had another path to use instead; only then may such a sample raise the
-    /// estimate (rule 1 of the module docs).
-    pub fn hold_back(&mut self, delivered: u64, another_path: bool) {
+    /// `delivered` bytes are delivered are lower bounds, not saturated ones.
+    pub fn hold_back(&mut self, delivered: u64) {
         self.held_back_until = delivered;
-        if another_path {
-            self.held_for_another_until = delivered;
-        }
     }
 
     /// True when a sample taken at `delivered` bytes falls in a stretch the scheduler held
     /// the path back.
     pub fn held_back(&self, delivered: u64) -> bool {
         delivered <= self.held_back_until
-    }
-
-    /// True when a sample taken at `delivered` bytes falls in a stretch the scheduler held
-    /// the path back in favour of another path.
-    pub fn held_for_another(&self, delivered: u64) -> bool {
-        delivered <= self.held_for_another_until
     }
 
     /// The capacity in bytes/s at `now` (the module docs give the rule). `model` is the
