@@ -99,7 +99,8 @@ impl Path {
         let rate = self.delivery.take_sample(self.rtt.min());
         if let Some(r) = rate.delivery_rate {
             if !rate.is_app_limited && self.capacity_estimate.held_back(rate.delivered) {
-                self.capacity_estimate.on_held_back_rate(now, r);
+                let for_another = self.capacity_estimate.held_for_another(rate.delivered);
+                self.capacity_estimate.on_held_back_rate(now, r, for_another);
             } else {
                 self.capacity_estimate.on_delivery_rate(now, r, rate.is_app_limited);
             }

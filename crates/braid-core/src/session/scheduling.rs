@@ -256,10 +256,13 @@ impl Session {
     /// their capacity (congestion control is not told: for it the path is busy as usual).
     fn wait(&mut self, now: Timestamp, views: &[PathView], at: Option<Timestamp>) -> Option<Transmit> {
         self.next_send = at.filter(|t| *t > now);
+        // Another path the session could have used instead (a standby one carries nothing).
+        let another_path =
+            views.iter().filter(|v| v.usable && v.status != PathStatusKind::Standby).count() > 1;
         for v in views.iter().filter(|v| v.ready(now)) {
             if let Some(p) = self.paths.iter_mut().find(|p| p.id == v.id) {
                 if p.window_room() > p.mtu as u64 {
-                    p.capacity_estimate.hold_back(p.delivery.delivered() + p.in_flight);
+                    p.capacity_estimate.hold_back(p.delivery.delivered() + p.in_flight, another_path);
                 }
             }
         }

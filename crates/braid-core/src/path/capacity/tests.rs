@@ -49,8 +49,14 @@ fn unsaturated_the_packet_pair_wins_over_application_limited_samples() {
 #[test]
 fn samples_held_back_by_the_scheduler_are_not_saturated() {
     let mut e = CapacityEstimate::default();
-    e.hold_back(10_000);
+    e.hold_back(10_000, false);
     assert!(e.held_back(10_000) && !e.held_back(10_001));
+    assert!(!e.held_for_another(10_000), "a session's only path was held for nothing else");
+    e.hold_back(20_000, true);
+    assert!(e.held_for_another(20_000) && !e.held_for_another(20_001));
+    // A later hold with no other path leaves the earlier stretch as it was.
+    e.hold_back(30_000, false);
+    assert!(e.held_back(30_000) && e.held_for_another(20_000) && !e.held_for_another(20_001));
 }
 
 #[test]
@@ -126,13 +132,14 @@ fn what_a_path_carried_leaves_its_packet_pair_out() {
 }
 
 #[test]
-fn a_sample_held_back_above_the_saturated_ones_raises_the_estimate() {
+fn a_sample_held_back_for_another_path_raises_the_estimate() {
     let mut e = CapacityEstimate::default();
     e.on_packet_pair(ms(0), 12.5e6);
     // The path's first saturated samples, before its rate was known.
     e.on_delivery_rate(ms(300), 19_000.0, false);
-    // Then held at the scheduler's bound: each sample a lower bound, above the saturated one.
-    e.on_held_back_rate(ms(400), 57_000.0);
+    // Then held at the scheduler's bound to keep another path in use: each sample a lower
+    // bound, above the saturated one.
+    e.on_held_back_rate(ms(400), 57_000.0, true);
     assert!(e.saturated(ms(500)));
     assert_eq!(e.estimate(ms(500), None, 0.0), 57_000.0, "at least what the path carried held back");
     assert_eq!(e.carried(ms(500), None), 57_000.0);
@@ -144,19 +151,36 @@ fn a_sample_held_back_above_the_saturated_ones_raises_the_estimate() {
 }
 
 #[test]
+fn a_lone_path_held_back_climbs_by_a_doubling_a_window() {
+    let mut e = CapacityEstimate::default();
+    e.on_delivery_rate(ms(300), 19_000.0, false);
+    // Held back with no other path to use: a doubling above the saturated samples at most.
+    e.on_held_back_rate(ms(400), 100_000.0, false);
+    let step = HELD_BACK_GAIN * 19_000.0;
+    assert_eq!(e.estimate(ms(500), None, 0.0), step);
+    assert_eq!(e.carried(ms(500), None), step);
+    // Saturated at the loosened bound, the path climbs again.
+    e.on_delivery_rate(ms(600), step, false);
+    assert_eq!(e.estimate(ms(700), None, 0.0), HELD_BACK_GAIN * step);
+    // Never above what the path carried held back.
+    e.on_delivery_rate(ms(800), 60_000.0, false);
+    assert_eq!(e.estimate(ms(900), None, 0.0), 100_000.0);
+}
+
+#[test]
 fn a_packet_pair_well_below_a_held_back_sample_reads_low() {
     // Held back all along (no saturated sample), the path carried 54 units while a pair read
     // 36: the held-back sample is a lower bound, and the pair is taken as low.
     let mut e = CapacityEstimate::default();
     e.on_packet_pair(ms(0), 36.0);
-    e.on_held_back_rate(ms(10), 54.0);
+    e.on_held_back_rate(ms(10), 54.0, true);
     assert!(!e.saturated(ms(20)));
     assert_eq!(e.estimate(ms(20), None, 5.0), 54.0);
     // Within a quarter of the pair, the pair stands (a held-back sample may carry ACK
     // compression).
     let mut e = CapacityEstimate::default();
     e.on_packet_pair(ms(0), 50.0);
-    e.on_held_back_rate(ms(10), 54.0);
+    e.on_held_back_rate(ms(10), 54.0, true);
     assert_eq!(e.estimate(ms(20), None, 5.0), 50.0);
     // Once the held-back sample ages out, the pair again.
     assert_eq!(e.estimate(ms(3100), None, 5.0), 50.0);
