@@ -26,7 +26,7 @@
 //!    estimate of its first saturated samples: every later sample was taken under the bound
 //!    and counted as a lower bound below nothing (`braid sim --link 50kbit/5ms/jitter=1ms
 //!    --link 100mbit/50ms/jitter=1ms --scheduler edpf --duration 20s --seed 5`: 4 packets in
-//!    flight on the 100 Mbit/s path for 12 s, efficiency 0.317; now 0.835). Samples limited
+//!    flight on the 100 Mbit/s path for 12 s, efficiency 0.317; 0.835 with it at 0934ca4). Samples limited
 //!    by the application stay out of this rule: an idle path's estimate keeps its saturated
 //!    peak. A sample held back while the session had no other path to use raises the
 //!    estimate by at most [`HELD_BACK_GAIN`] over the saturated maximum, a doubling a window:
@@ -106,7 +106,7 @@ pub struct CapacityEstimate {
     saturated_max: [(Timestamp, f64); 2],
     /// Largest sample taken while the scheduler held the path back in favour of another path
     /// (and the application was not limiting) in the current and previous half windows.
-    held_back_max: [(Timestamp, f64); 2],
+    held_for_another_max: [(Timestamp, f64); 2],
     /// The same for samples held back while the session had no other path to use.
     held_alone_max: [(Timestamp, f64); 2],
     /// Latest packet-pair estimate, bytes/s, and when it was taken.
@@ -138,7 +138,7 @@ impl CapacityEstimate {
     /// that rule 1 of the module docs takes when it exceeds the saturated samples (by at most
     /// [`HELD_BACK_GAIN`] unless `for_another`: held in favour of another path).
     pub fn on_held_back_rate(&mut self, now: Timestamp, rate: f64, for_another: bool) {
-        let w = if for_another { &mut self.held_back_max } else { &mut self.held_alone_max };
+        let w = if for_another { &mut self.held_for_another_max } else { &mut self.held_alone_max };
         windowed_max(w, now, rate);
         self.on_delivery_rate(now, rate, true);
     }
@@ -180,7 +180,8 @@ impl CapacityEstimate {
         } else if let Some((pair, _)) = self.packet_pair {
             // A pair well below what the path carried while held back read low (its gap
             // widened by jitter): the held-back sample is a lower bound (rule 2).
-            let held = self.held_value(now);
+            let (for_another, alone) = self.held_maxima(now);
+            let held = for_another.max(alone);
             if held > PAIR_LOW * pair {
                 held
             } else {
@@ -215,15 +216,15 @@ impl CapacityEstimate {
     /// larger one taken while held back (one held back alone, by at most [`HELD_BACK_GAIN`]).
     /// None when the path was not saturated in the window.
     fn saturated_value(&self, now: Timestamp) -> Option<f64> {
-        let for_another = window_value(&self.held_back_max, now).unwrap_or(0.0);
-        let alone = window_value(&self.held_alone_max, now).unwrap_or(0.0);
+        let (for_another, alone) = self.held_maxima(now);
         window_value(&self.saturated_max, now).map(|s| s.max(for_another).max(alone.min(HELD_BACK_GAIN * s)))
     }
 
-    /// The largest sample of the window taken while held back, either way (0: none).
-    fn held_value(&self, now: Timestamp) -> f64 {
-        let for_another = window_value(&self.held_back_max, now).unwrap_or(0.0);
-        for_another.max(window_value(&self.held_alone_max, now).unwrap_or(0.0))
+    /// The largest samples of the window taken while held back: in favour of another path,
+    /// and alone (0: none).
+    fn held_maxima(&self, now: Timestamp) -> (f64, f64) {
+        let max = |w| window_value(w, now).unwrap_or(0.0);
+        (max(&self.held_for_another_max), max(&self.held_alone_max))
     }
 
     /// How fast what is in flight drains, bytes/s, for the silence timer (0: not measured):
