@@ -2507,7 +2507,34 @@ carry a stream (`MAX_RATE_RATIO`, 100): at 30 the sweep had 51 of 90 within 10 p
 worse (`100mbit/150ms 100mbit/50ms` 15 → 866 packets, `20mbit/150ms 20mbit/5ms` 34 → 53)
 because a path whose estimate lags at the start is left out and let in again. Counted as time
 at the mix's summed rate (`sim-sweep.py` prints it), the holds outside loss recovery are
-within 10 ms on 54 of the 90 mixes (median 4.4–11.2 ms per sweep).
+within 10 ms on 54 of the 90 mixes (median 4.4–11.2 ms per sweep) before the change below,
+57 after (median 2.8–11.2 ms).
+
+**A minimum-RTT probe at one bandwidth-delay product** (2026-11-30, in). On `5mbit/5ms
+5mbit/50ms` (sweep seed 7, 15 packets) the holds came at 10.2 and 20.5 s, the 5 ms path's
+ProbeRTT (`braid sim … --trace 10ms` prints each path's window and delivery rate). Its window
+of exactly one product (5.15 Mbit/s × the minimum RTT, 7.7 kB) delivered 2.8–4.1 Mbit/s for the
+200 ms of the probe: the receiver acknowledges every second packet, so one packet of each
+pair sits delivered but unacknowledged and the window stalls short of the pipe. EDPF planned
+on 5.15 Mbit/s, and the 50 ms path's packets sent ahead of the holes arrived before them.
+Counting the window's rate in EDPF instead (its send rate, window ÷ smoothed RTT) made it
+worse (20): the plan then undershoots when the probe ends and the window jumps back. Now
+ProbeRTT's window of one product holds what one ACK delay leaves unacknowledged, one packet
+at most (`cc::bbr`, `PROBE_RTT_ACK_ALLOWANCE`): 15 → 7 packets, and the three sweeps within 10
+packets outside loss recovery on 53 → 57 of 90 mixes (steady 44 → 49), summed holds 2100 →
+1648, efficiency 0.9086 → 0.9090. A whole packet on every path was the first version: on a
+path slower than a packet per ACK delay (the receiver then acknowledges each packet alone
+after 25 ms) the packet stood in the queue, each probe's minimum rose by its transmission
+time and the next probe's window with it: seed 000's one-member piconet (115.2 kbit/s)
+climbed a packet every 10 s and its flow jitter went 6 → 21 ms; capped at what arrives within
+the peer's 25 ms ACK delay, it reads 6 ms again. `bbr-shared` under a crowd drains to half a
+product and is unchanged (the simulator's crowds read as before, to the tenth). Moved
+elsewhere in this file by the same change: Table III's EDPF flow jitter 621 → 131 ms;
+"Closing figures" EDPF 36 → 17 and 33 → 22 packets, MinRTT 472 → 522 and 660 → 716; seed
+002's changing-capacity WRR mean 10.37 → 9.85 Mb/s (a held-back path learns link 0's rise to
+10 Mbit/s at 70 s six seconds later; with every change 1, 2, 3 or 5 s later the two builds
+read 10.38/10.41, 10.60/10.43, 10.42/10.52, 10.71/10.73: timing, not a trend); admission's
+Case I with BBR puts the 5 % loss path in standby (15.96 → 15.02 Mb/s).
 
 **A stream stalled behind a slow path** (`session/stall.rs`). A path's first window leaves
 before its rate is known; on 20–50 kbit/s ten packets are seconds of queue. Beside 100 Mbit/s

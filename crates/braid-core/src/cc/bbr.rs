@@ -32,10 +32,14 @@ const PROBE_RTT_TIME: Duration = Duration::from_millis(200);
 /// The ProbeRTT window as a share of the bandwidth-delay product for [`Bbr::shared`]
 /// (BBRv2's `BBRProbeRTTCwndGain`, draft-cardwell-iccrg-bbr-congestion-control-02 §4.3.4.4).
 const SHARED_PROBE_RTT_GAIN: f64 = 0.5;
-/// Packets the ProbeRTT window of a path alone holds beyond one bandwidth-delay product: the
-/// packet that waits, delivered but not yet acknowledged, for the second of the pair its ACK
-/// covers (RFC 9000 §13.2.2: an ACK after two ack-eliciting packets).
+/// Packets the ProbeRTT window of one bandwidth-delay product holds beyond it: the packet that
+/// waits, delivered but not yet acknowledged, for the second of the pair its ACK covers (RFC
+/// 9000 §13.2.2: an ACK after two ack-eliciting packets) — at most what arrives within
+/// [`PEER_MAX_ACK_DELAY`], after which the receiver acknowledges it alone.
 const PROBE_RTT_ACK_ALLOWANCE: u64 = 1;
+/// How long the peer may delay an ACK: RFC 9000's default `max_ack_delay` (§18.2), and braid's
+/// (`SessionConfig::max_ack_delay`).
+const PEER_MAX_ACK_DELAY: Duration = Duration::from_millis(25);
 /// The smallest window, in packets.
 const MIN_PIPE_PACKETS: u64 = 4;
 /// Rounds the ACK-aggregation estimate looks back (BBRv2's `extra_acked` window).
@@ -160,7 +164,11 @@ impl Bbr {
     /// Mbit/s for the 200 ms of the probe, and EDPF, planning on its rate, held the 50 ms
     /// path's packets sent ahead behind it (`braid sim --link 5mbit/5ms --link 5mbit/50ms
     /// --scheduler edpf --seed 10`: 15 packets outside loss recovery, 7 with the allowance).
-    /// One packet more than the pipe leaves at most one packet standing in the queue.
+    /// On a path slower than a packet per ACK delay the receiver acknowledges each packet
+    /// alone, so the window holds only what arrives within that delay: a whole packet more
+    /// stood in the queue, raised each probe's minimum by its transmission time, and the next
+    /// probe's window with it (seed 000's one-member piconet, 115.2 kbit/s: the minimum
+    /// climbed a packet every 10 s and the CBR flow's jitter went from 6 to 21 ms).
     fn probe_rtt_window(&self) -> u64 {
         let base = match (self.probe_rtt_base, self.min_rtt) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -171,7 +179,8 @@ impl Bbr {
                 let gain = if self.shared_bottleneck { self.probe_rtt_gain } else { 1.0 };
                 let mut window = (gain * self.btl_bw * rtt.as_secs_f64()) as u64;
                 if gain >= 1.0 {
-                    window += PROBE_RTT_ACK_ALLOWANCE * self.mss;
+                    let within_delay = (self.btl_bw * PEER_MAX_ACK_DELAY.as_secs_f64()) as u64;
+                    window += within_delay.min(PROBE_RTT_ACK_ALLOWANCE * self.mss);
                 }
                 window.max(self.min_window())
             }

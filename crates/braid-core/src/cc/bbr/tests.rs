@@ -220,3 +220,19 @@ fn the_shared_variant_told_it_is_alone_drains_to_one_bdp_and_a_packet() {
     plain.bbr.set_shared_bottleneck(true);
     assert!((plain.bbr.probe_rtt_window() as f64 - 81_000.0).abs() <= 1.0);
 }
+
+#[test]
+fn a_slow_path_probes_its_minimum_rtt_with_what_one_ack_delay_brings_beyond_the_bdp() {
+    // 10 kB/s over a 2 s minimum: a BDP of 20 kB. Within the peer's 25 ms of ACK delay only
+    // 250 bytes arrive, so the receiver acknowledges a packet alone long before its pair comes
+    // and ProbeRTT holds 250 bytes beyond the product, not a packet: a whole packet would
+    // stand in the queue and raise the next minimum by its transmission time, every probe.
+    let mut d = Driver::new();
+    d.rtt = RttEstimator::default();
+    d.rtt.update(Duration::from_secs(2), Duration::ZERO);
+    for rate in [5e3, 1e4, 1e4, 1e4, 1e4, 1e4] {
+        d.round(rate);
+    }
+    let window = d.bbr.probe_rtt_window() as f64;
+    assert!((window - 20_250.0).abs() <= 1.0, "{window}");
+}
