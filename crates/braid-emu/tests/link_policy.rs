@@ -177,8 +177,9 @@ async fn path_admission_switched_live_governs_the_download() {
     bed.client.board.request_admission(true);
     until(Duration::from_secs(3), || server().path_admission).await;
     assert!(bed.client.board.snapshot().sessions[0].path_admission);
-    // The lossy path is judged once it has enough samples, then held in standby.
-    until(Duration::from_secs(10), || server().paths.iter().any(|p| !p.admitted)).await;
+    // The lossy path is judged once it has enough samples, then held in standby: 3.5–6 s
+    // alone, and past 10 s once in a full `cargo test --workspace` on two cores.
+    until(Duration::from_secs(20), || server().paths.iter().any(|p| !p.admitted)).await;
     let held = server().paths.into_iter().find(|p| !p.admitted).unwrap();
     assert!(held.loss > 0.04, "the held path is the lossy one: {held:?}");
     bed.client.board.request_admission(false);
