@@ -158,7 +158,7 @@ impl Default for SessionConfig {
             idle_timeout: Duration::from_secs(30),
             handshake_timeout: Duration::from_secs(10),
             keepalive_interval: Duration::from_secs(1),
-            max_ack_delay: Duration::from_millis(25),
+            max_ack_delay: crate::timing::MAX_ACK_DELAY,
             stream_window: 16 << 20,
             session_window: 32 << 20,
             receive_window_cap: 128 << 20,

@@ -77,6 +77,9 @@ pub const REPORT_INTERVAL: Duration = Duration::from_millis(250);
 pub const INITIAL_RTT: Duration = Duration::from_millis(333);
 /// RFC 9002 kGranularity.
 pub const GRANULARITY: Duration = Duration::from_millis(1);
+/// How long a receiver may delay an ACK: RFC 9000's default `max_ack_delay` (§18.2), braid's
+/// default (`SessionConfig::max_ack_delay`), and what BBR's ProbeRTT window assumes of the peer.
+pub const MAX_ACK_DELAY: Duration = Duration::from_millis(25);
 /// A path is suspected when nothing was acknowledged for three smoothed RTTs, but never before
 /// this (design.md's blackout freeze, seed 003: "suspected after ~200 ms or a few RTTs").
 pub const SILENCE_MIN: Duration = Duration::from_millis(200);

@@ -10,6 +10,7 @@
 use super::{initial_window, AckEvent, Controller, LossEvent};
 use crate::path::rtt::RttEstimator;
 use crate::time::Timestamp;
+use crate::timing::MAX_ACK_DELAY;
 use std::collections::VecDeque;
 use std::time::Duration;
 
@@ -34,12 +35,9 @@ const PROBE_RTT_TIME: Duration = Duration::from_millis(200);
 const SHARED_PROBE_RTT_GAIN: f64 = 0.5;
 /// Packets the ProbeRTT window of one bandwidth-delay product holds beyond it: the packet that
 /// waits, delivered but not yet acknowledged, for the second of the pair its ACK covers (RFC
-/// 9000 §13.2.2: an ACK after two ack-eliciting packets) — at most what arrives within
-/// [`PEER_MAX_ACK_DELAY`], after which the receiver acknowledges it alone.
+/// 9000 §13.2.2: an ACK after two ack-eliciting packets) — at most what arrives within the
+/// peer's ACK delay ([`MAX_ACK_DELAY`]), after which the receiver acknowledges it alone.
 const PROBE_RTT_ACK_ALLOWANCE: u64 = 1;
-/// How long the peer may delay an ACK: RFC 9000's default `max_ack_delay` (§18.2), and braid's
-/// (`SessionConfig::max_ack_delay`).
-const PEER_MAX_ACK_DELAY: Duration = Duration::from_millis(25);
 /// The smallest window, in packets.
 const MIN_PIPE_PACKETS: u64 = 4;
 /// Rounds the ACK-aggregation estimate looks back (BBRv2's `extra_acked` window).
@@ -159,11 +157,12 @@ impl Bbr {
     /// packets, which stalls the path for a round trip and, on a bonded session, every stream
     /// scheduled across it.
     ///
-    /// A window of one product holds one packet more ([`PROBE_RTT_ACK_ALLOWANCE`]): with ACKs for every
-    /// second packet, a window of exactly one product kept a 5 Mbit/s, 5 ms path at 2.8–4.1
-    /// Mbit/s for the 200 ms of the probe, and EDPF, planning on its rate, held the 50 ms
-    /// path's packets sent ahead behind it (`braid sim --link 5mbit/5ms --link 5mbit/50ms
-    /// --scheduler edpf --seed 10`: 15 packets outside loss recovery, 7 with the allowance).
+    /// A window of one product holds one packet more ([`PROBE_RTT_ACK_ALLOWANCE`]): with ACKs
+    /// for every second packet, a window of exactly one product kept a 5 Mbit/s, 5 ms path at
+    /// 2.8–4.1 Mbit/s for the 200 ms of the probe, and EDPF, planning on its rate, held the
+    /// 50 ms path's packets sent ahead behind it (`braid sim --link 5mbit/5ms --link
+    /// 5mbit/50ms --scheduler edpf --seed 10`: 15 packets outside loss recovery, 7 with the
+    /// allowance).
     /// On a path slower than a packet per ACK delay the receiver acknowledges each packet
     /// alone, so the window holds only what arrives within that delay: a whole packet more
     /// stood in the queue, raised each probe's minimum by its transmission time, and the next
@@ -179,7 +178,7 @@ impl Bbr {
                 let gain = if self.shared_bottleneck { self.probe_rtt_gain } else { 1.0 };
                 let mut window = (gain * self.btl_bw * rtt.as_secs_f64()) as u64;
                 if gain >= 1.0 {
-                    let within_delay = (self.btl_bw * PEER_MAX_ACK_DELAY.as_secs_f64()) as u64;
+                    let within_delay = (self.btl_bw * MAX_ACK_DELAY.as_secs_f64()) as u64;
                     window += within_delay.min(PROBE_RTT_ACK_ALLOWANCE * self.mss);
                 }
                 window.max(self.min_window())
