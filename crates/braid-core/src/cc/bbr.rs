@@ -163,6 +163,7 @@ impl Bbr {
     /// 50 ms path's packets sent ahead behind it (`braid sim --link 5mbit/5ms --link
     /// 5mbit/50ms --scheduler edpf --seed 10`: 15 packets outside loss recovery, 7 with the
     /// allowance).
+    ///
     /// On a path slower than a packet per ACK delay the receiver acknowledges each packet
     /// alone, so the window holds only what arrives within that delay: a whole packet more
     /// stood in the queue, raised each probe's minimum by its transmission time, and the next

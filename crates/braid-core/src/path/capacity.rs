@@ -26,9 +26,9 @@
 //!    estimate of its first saturated samples: every later sample was taken under the bound
 //!    and counted as a lower bound below nothing (`braid sim --link 50kbit/5ms/jitter=1ms
 //!    --link 100mbit/50ms/jitter=1ms --scheduler edpf --duration 20s --seed 5`: 4 packets in
-//!    flight on the 100 Mbit/s path for 12 s, efficiency 0.317; 0.835 with it at 0934ca4). Samples limited
-//!    by the application stay out of this rule: an idle path's estimate keeps its saturated
-//!    peak. A sample held back while the session had no other path to use raises the
+//!    flight on the 100 Mbit/s path for 12 s, efficiency 0.317; 0.835 with it at 0934ca4).
+//!    Samples limited by the application stay out of this rule: an idle path's estimate keeps
+//!    its saturated peak. A sample held back while the session had no other path to use raises the
 //!    estimate by at most [`HELD_BACK_GAIN`] over the saturated maximum, a doubling a window:
 //!    such a path starves no other, and its estimate feeds its own bound, so in a crowd of
 //!    single-path sessions a latecomer, whose samples read high while the queue it joined
