@@ -432,6 +432,7 @@ pub fn run(cfg: &SimConfig) -> Result<SimReport, SimError> {
     };
     report.reorder_max_steady_packets = report.reorder_max_packets;
     report.reorder_max_lossfree_packets = lossfree.max;
+    report.reorder_mean_lossfree_packets = lossfree.mean();
     report.receive_window_bytes = receive_window;
     report.reorder_max_packets = report.reorder_max_packets.max(whole_run_reorder);
     report.classes = flows.iter().map(|f| f.report()).collect();
@@ -464,7 +465,7 @@ fn trace_line(now: Duration, sides: &Sides, delivered: u64) -> String {
         for id in s.path_ids() {
             if let Some(p) = s.path_info(id) {
                 line += &format!(
-                    " | {side}{id} {:?} cwnd={} inflight={}{} pace={:.0}k cap={:.0}k dr={:.0}k pair={:.0}k srtt={:.1}ms sent={} lost={}",
+                    " | {side}{id} {:?} cwnd={} inflight={}{} pace={:.0}k cap={:.0}k dr={:.0}k pair={:.0}k srtt={:.1}ms fwd={:.1}ms via={} sent={} lost={}",
                     p.state,
                     p.cwnd,
                     p.in_flight,
@@ -474,6 +475,8 @@ fn trace_line(now: Duration, sides: &Sides, delivered: u64) -> String {
                     p.delivery_rate * 8.0 / 1e3,
                     p.packet_pair.unwrap_or(0.0) * 8.0 / 1e3,
                     p.srtt.as_secs_f64() * 1e3,
+                    p.forward_leg.unwrap_or_default().as_secs_f64() * 1e3,
+                    p.ack_route.map_or("-".to_string(), |r| r.to_string()),
                     p.stats.packets_sent,
                     p.stats.packets_lost
                 );
@@ -600,6 +603,7 @@ fn build_report(
         reorder_max_packets: server.map_or(0, |s| s.reorder_max()),
         reorder_max_steady_packets: 0,
         reorder_max_lossfree_packets: 0,
+        reorder_mean_lossfree_packets: 0.0,
         receive_window_bytes: 0,
         warmup_s: cfg.warmup.as_secs_f64(),
         retransmitted_bytes: sides.client.retransmitted_bytes(),

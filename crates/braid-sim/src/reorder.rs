@@ -21,6 +21,8 @@ pub struct LossFreeReorder {
     next_sample: Duration,
     /// The maximum so far, packets.
     pub max: usize,
+    sum: u64,
+    samples: u64,
 }
 
 impl LossFreeReorder {
@@ -34,6 +36,8 @@ impl LossFreeReorder {
             last_drop: None,
             next_sample: Duration::ZERO,
             max: 0,
+            sum: 0,
+            samples: 0,
         }
     }
 
@@ -49,8 +53,17 @@ impl LossFreeReorder {
         }
         self.next_sample = now + SAMPLE;
         if steady && self.last_drop.is_none_or(|t| now >= t + self.hold) {
-            self.max = self.max.max(reorder_now());
+            let held = reorder_now();
+            self.max = self.max.max(held);
+            self.sum += held as u64;
+            self.samples += 1;
         }
+    }
+
+    /// The mean of the samples, packets: a steady error in the schedule shows as a buffer
+    /// that never empties, which the maximum alone does not tell from one spike.
+    pub fn mean(&self) -> f64 {
+        self.sum as f64 / self.samples.max(1) as f64
     }
 }
 
@@ -75,5 +88,6 @@ mod tests {
         // Not steady yet: not counted.
         r.observe(ms(1000), 1, false, || 9);
         assert_eq!(r.max, 5);
+        assert_eq!(r.mean(), 4.0, "the mean of the two samples counted, 3 and 5");
     }
 }

@@ -116,6 +116,8 @@ pub struct SimReport {
     /// The same outside loss recovery (sampled every 10 ms, not within a hold time after any
     /// drop on a link: [`crate::reorder::LossFreeReorder`]) — the reorder scheduling makes.
     pub reorder_max_lossfree_packets: usize,
+    /// The mean of the same samples, packets.
+    pub reorder_mean_lossfree_packets: f64,
     /// The largest session receive window the receiver granted, bytes (sized from the
     /// paths' skew, seed 004 §V; the configured window when sizing is off).
     pub receive_window_bytes: u64,
@@ -222,11 +224,12 @@ impl SimReport {
         let _ = writeln!(s, "efficiency      {:.3}", self.efficiency);
         let _ = writeln!(
             s,
-            "reorder max     {} packets ({} after the first {:.1} s, {} outside loss recovery)",
+            "reorder max     {} packets ({} after the first {:.1} s, {} outside loss recovery, {:.1} on average there)",
             self.reorder_max_packets,
             self.reorder_max_steady_packets,
             self.warmup_s,
-            self.reorder_max_lossfree_packets
+            self.reorder_max_lossfree_packets,
+            self.reorder_mean_lossfree_packets
         );
         let _ = writeln!(s, "retransmitted   {} bytes", self.retransmitted_bytes);
         let h = &self.hole_fill;

@@ -9,7 +9,7 @@ use super::packing::only;
 use super::path_queues::Pinned;
 use super::Session;
 use crate::path::sent::SentFrame;
-use crate::path::{PathId, PathState};
+use crate::path::{legs, PathState};
 use crate::scheduler::{Decision, PacketInfo, PathView};
 use crate::time::Timestamp;
 use crate::wire::frame::encode;
@@ -88,32 +88,22 @@ impl Session {
         views: &mut Vec<PathView>,
     ) {
         views.clear();
-        // One-way delays: a path's RTT includes the return trip of the path its ACKs come back
-        // on (half that path's floor RTT), or half its own when they come back on itself.
-        let returns: SmallVec<[(PathId, Duration); 8]> = self
-            .paths
-            .iter()
-            .filter(|p| p.state == PathState::Active && p.rtt.has_sample())
-            .map(|p| (p.id, p.rtt.floor()))
-            .collect();
+        // One-way delays: a path's RTT includes the return leg of the path its ACKs come back
+        // on (that carrier's own forward leg, `path::legs`), or half its own when they come
+        // back on itself.
+        let returns: SmallVec<[Option<Duration>; 8]> =
+            (0..self.paths.len()).map(|i| legs::carrier_leg(&self.paths, i)).collect();
         let admission = self.config.path_admission;
         let engaged = self.secondary_engaged(now);
         let queues = &self.queues;
         let reports = self.config.receiver_reports;
-        views.extend(self.paths.iter_mut().filter(|p| p.state != PathState::Closed).map(|p| {
+        let open = self.paths.iter_mut().zip(returns).filter(|(p, _)| p.state != PathState::Closed);
+        views.extend(open.map(|(p, carrier)| {
             let rate = p.usable_capacity(now);
             // The base RTT: the minimum without the queue it was found behind, or what it rose
             // to (`path::base_rtt`).
             let min_rtt = p.base_rtt.get(p.rtt.floor());
-            let carrier = p
-                .rtt
-                .route()
-                .filter(|r| *r != p.id)
-                .and_then(|r| returns.iter().find(|(id, _)| *id == r).map(|(_, rtt)| *rtt));
-            let base = match carrier {
-                Some(c) => min_rtt.saturating_sub(c / 2).max(c / 2),
-                None => min_rtt / 2,
-            };
+            let base = legs::one_way(min_rtt, carrier);
             // What stands in the bottleneck queue: bytes in flight (and stranded, still queued
             // on a slow link that went quiet) beyond the path's bandwidth-delay product,
             // drained at its rate.
