@@ -465,7 +465,7 @@ fn trace_line(now: Duration, sides: &Sides, delivered: u64) -> String {
         for id in s.path_ids() {
             if let Some(p) = s.path_info(id) {
                 line += &format!(
-                    " | {side}{id} {:?} cwnd={} inflight={}{} pace={:.0}k cap={:.0}k dr={:.0}k pair={:.0}k srtt={:.1}ms fwd={:.1}ms via={} sent={} lost={}",
+                    " | {side}{id} {:?} cwnd={} inflight={}{} pace={:.0}k cap={:.0}k dr={:.0}k pair={:.0}k srtt={:.1}ms via={} sent={} lost={}",
                     p.state,
                     p.cwnd,
                     p.in_flight,
@@ -475,7 +475,6 @@ fn trace_line(now: Duration, sides: &Sides, delivered: u64) -> String {
                     p.delivery_rate * 8.0 / 1e3,
                     p.packet_pair.unwrap_or(0.0) * 8.0 / 1e3,
                     p.srtt.as_secs_f64() * 1e3,
-                    p.forward_leg.unwrap_or_default().as_secs_f64() * 1e3,
                     p.ack_route.map_or("-".to_string(), |r| r.to_string()),
                     p.stats.packets_sent,
                     p.stats.packets_lost

@@ -894,24 +894,6 @@ fn edpf_reorder_survives_a_path_probing_its_minimum_rtt() {
     edpf_holds_at_most(&["20mbit/150ms", "20mbit/5ms"], 20);
 }
 
-/// A path whose ACKs ride a carrier whose own ACKs ride a third path (`path::legs`): on
-/// `100mbit/50ms 5mbit/5ms 20mbit/20ms 20mbit/50ms` the 100 Mbit/s path's ACKs came back on the
-/// 20 ms path, whose ACKs came back on the 5 ms path. Its return leg was taken as half the
-/// 20 ms path's floor (12.5 ms, not 20), so EDPF expected the fast path's packets 7.5 ms late
-/// and the receiver held ~95 packets on average, 168 at most in 15 s; resolved down the chain,
-/// 20–30 on average.
-#[test]
-fn edpf_resolves_a_chain_of_ack_carriers() {
-    let r = go(&bulk(&["100mbit/50ms", "5mbit/5ms", "20mbit/20ms", "20mbit/50ms"], Kind::Edpf, 15));
-    assert!(
-        r.reorder_mean_lossfree_packets < 45.0,
-        "mean reorder {:.1} (max {})",
-        r.reorder_mean_lossfree_packets,
-        r.reorder_max_lossfree_packets
-    );
-    assert!(r.efficiency > 0.85, "efficiency {:.3}", r.efficiency);
-}
-
 /// A path's ACKs that move to another return route while its own packets stand in its
 /// bottleneck queue must not make EDPF take that queue for base delay
 /// (`path::rtt::RttEstimator::floor`): on these mixes of `bench/sim-sweep.py` the receiver

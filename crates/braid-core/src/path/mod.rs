@@ -6,7 +6,6 @@ pub mod arrivals;
 pub mod base_rtt;
 pub mod capacity;
 pub mod judge;
-pub mod legs;
 pub mod loss;
 pub mod mtu;
 pub mod peer_report;

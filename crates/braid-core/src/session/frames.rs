@@ -168,14 +168,13 @@ impl Session {
                 p.capacity_estimate.on_packet_pair(now, rate);
             }
         }
-        // The return leg of the route, as `path_views` takes it: an active carrier's forward
-        // leg (`path::legs`); on the path itself its forward leg (its floor less the carrier's
-        // leg) as it was when its ACKs moved back to it, unknown when they never came on
-        // another.
+        // The return leg of the route, as `path_views` takes it: half an active carrier's
+        // round trip; on the path itself its forward leg (its floor less the carrier's leg)
+        // as it was when its ACKs moved back to it, unknown when they never came on another.
         let rtt = &self.paths[idx].rtt;
         let leg = if via != ack.path_id {
-            let carrier = self.paths.iter().position(|p| p.id == via);
-            carrier.and_then(|c| crate::path::legs::forward_leg(&self.paths, c))
+            let carrier = self.paths.iter().find(|p| p.id == via && p.state == PathState::Active);
+            carrier.filter(|p| p.rtt.has_sample()).map(|p| p.rtt.floor() / 2)
         } else if rtt.route().is_some_and(|r| r != via) {
             rtt.forward_leg()
         } else {

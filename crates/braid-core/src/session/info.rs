@@ -3,7 +3,7 @@
 
 use super::Session;
 use crate::monitor::MonitorState;
-use crate::path::{legs, PathId, PathState, PathStats};
+use crate::path::{PathId, PathState, PathStats};
 use crate::wire::PathStatusKind;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -21,11 +21,6 @@ impl Session {
             srtt: p.rtt.smoothed(),
             min_rtt: p.rtt.min(),
             ack_route: p.rtt.route(),
-            forward_leg: self
-                .paths
-                .iter()
-                .position(|q| q.id == id)
-                .and_then(|i| legs::forward_leg(&self.paths, i)),
             rttvar: p.rtt.var(),
             cwnd: p.cc.window(),
             in_flight: p.in_flight,
@@ -72,11 +67,8 @@ pub struct PathInfo {
     /// Minimum RTT.
     pub min_rtt: Duration,
     /// The path whose return leg brings this path's ACKs back (itself when they ride on it),
-    /// once a sample has said so.
+    /// once samples have settled it.
     pub ack_route: Option<PathId>,
-    /// The path's forward one-way delay without a queue, as the schedulers take it
-    /// ([`crate::path::legs`]); None before an RTT sample.
-    pub forward_leg: Option<Duration>,
     /// RTT variation.
     pub rttvar: Duration,
     /// Congestion window.
