@@ -7,6 +7,8 @@ same outside loss recovery (a lost packet's gap holds a round trip of arrivals w
 scheduler does), that hold also as milliseconds at the mix's summed link rate (10 packets are
 0.6 ms on two 100 Mbit/s paths and 2.9 s on two 20 kbit/s ones), and the efficiency (goodput /
 sum of link rates) for each scheduler given, worst first, and how many mixes meet the bound.
+Last per scheduler: the mean of the buffer outside loss recovery (sampled every 10 ms), which
+tells a schedule that is steadily off (a buffer that never empties) from one spike.
 
 Usage: python3 bench/sim-sweep.py [--mixes N] [--seed S] [--duration 30s] [--schedulers edpf,minrtt]
                                   [--congestion bbr|bbr-shared|cubic|newreno] [--shared-bottleneck]
@@ -63,27 +65,32 @@ def main():
             # The hold as time: what the receiver holds, at the mix's summed link rate.
             # (The largest path MTU: a path closed by the end reports 0.)
             hold_ms = lossfree * max(p["mtu"] for p in d["paths"]) * 8 / d["capacity_bps"] * 1e3
-            cells.append((d["reorder_max_steady_packets"], d["efficiency"], d["intact"], lossfree, hold_ms))
+            mean = d["reorder_mean_lossfree_packets"]
+            cells.append((d["reorder_max_steady_packets"], d["efficiency"], d["intact"], lossfree, hold_ms, mean))
         rows.append((links, cells))
     rows.sort(key=lambda r: -r[1][0][0])
     head = " | ".join(
-        f"{s} reorder | {s} outside loss recovery | {s} same, ms at the summed rate | {s} efficiency" for s in schedulers
+        f"{s} reorder | {s} outside loss recovery | {s} same, ms at the summed rate | {s} efficiency | {s} mean there"
+        for s in schedulers
     )
     print(f"| mix | {head} |")
-    print("|" + " --- |" * (1 + 4 * len(schedulers)))
+    print("|" + " --- |" * (1 + 5 * len(schedulers)))
     for links, cells in rows:
-        c = " | ".join(f"{r} | {lf} | {ms:.1f} | {e:.3f}{'' if ok else ' NOT INTACT'}" for r, e, ok, lf, ms in cells)
+        c = " | ".join(
+            f"{r} | {lf} | {ms:.1f} | {e:.3f}{'' if ok else ' NOT INTACT'} | {mean:.1f}" for r, e, ok, lf, ms, mean in cells
+        )
         print(f"| {' '.join(links)} | {c} |")
     for k, s in enumerate(schedulers):
         within = sum(1 for _, cells in rows if cells[k][0] <= BOUND)
         weak = sum(1 for _, cells in rows if cells[k][1] < 0.8)
         clean = sum(1 for _, cells in rows if cells[k][3] <= BOUND)
         holds_ms = sorted(cells[k][4] for _, cells in rows)
+        means = sum(cells[k][5] for _, cells in rows)
         print(
             f"{s} ({a.congestion or 'bbr'}{', shared' if a.shared_bottleneck else ''}): steady reorder <= {BOUND} on {within} of {len(rows)} mixes "
             f"({clean} outside loss recovery); efficiency < 0.8 on {weak}; "
             f"hold outside loss recovery, ms at the summed rate: median {holds_ms[len(holds_ms) // 2]:.1f}, "
-            f"within 10 ms on {sum(1 for h in holds_ms if h <= 10.0)}"
+            f"within 10 ms on {sum(1 for h in holds_ms if h <= 10.0)}; mean held there, summed over the mixes: {means:.1f}"
         )
 
 
