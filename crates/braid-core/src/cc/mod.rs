@@ -82,6 +82,9 @@ pub struct LossEvent {
     /// The loss was classed as random (not caused by a queue): see `monitor` loss
     /// discrimination. Controllers that honour it keep their window.
     pub random: bool,
+    /// The loss judge saw a queue behind the loss: its verdict whether loss discrimination
+    /// is on or not (`random` carries it only when it is).
+    pub queued: bool,
 }
 
 /// A per-path congestion controller.

@@ -73,6 +73,7 @@ fn run_changing(
                     largest_sent_time: p.sent,
                     persistent: false,
                     random: false,
+                    queued: true,
                 };
                 cc.on_congestion(&ev, &rtt_est);
                 continue;

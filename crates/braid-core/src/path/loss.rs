@@ -207,8 +207,9 @@ impl Path {
             prev_pn = Some(p.pn);
         }
         if lost_bytes > 0 && self.state == PathState::Active {
+            let queued = !self.loss_verdict(false);
             let random = self.classify_loss();
-            let ev = LossEvent { now, lost_bytes, largest_sent_time, persistent, random };
+            let ev = LossEvent { now, lost_bytes, largest_sent_time, persistent, random, queued };
             self.cc.on_congestion(&ev, &self.rtt);
         }
     }

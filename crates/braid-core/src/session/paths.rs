@@ -142,6 +142,7 @@ impl Session {
                 largest_sent_time: now,
                 persistent: true,
                 random: false,
+                queued: false,
             };
             path.cc.on_congestion(&ev, &path.rtt);
         }

@@ -153,6 +153,7 @@ fn loss_does_not_shrink_the_window_unless_persistent() {
         largest_sent_time: d.now,
         persistent: false,
         random: false,
+        queued: true,
     };
     d.bbr.on_congestion(&ev, &d.rtt);
     assert_eq!(d.bbr.window(), w);
@@ -235,4 +236,58 @@ fn a_slow_path_probes_its_minimum_rtt_with_what_one_ack_delay_brings_beyond_the_
     }
     let window = d.bbr.probe_rtt_window() as f64;
     assert!((window - 20_250.0).abs() <= 1.0, "{window}");
+}
+
+/// A loss detection pass at the driver's time, behind a queue or not as the loss judge would
+/// say (loss discrimination off: the controller is not told it is random).
+fn lose(d: &mut Driver, queued: bool) {
+    let ev = LossEvent {
+        now: d.now,
+        lost_bytes: MSS,
+        largest_sent_time: d.now - Duration::from_millis(RTT_MS),
+        persistent: false,
+        random: false,
+        queued,
+    };
+    d.bbr.on_congestion(&ev, &d.rtt);
+}
+
+/// One application-limited round at `rate`.
+fn app_limited_round(d: &mut Driver, rate: f64) {
+    d.now += Duration::from_millis(RTT_MS);
+    let prior = d.delivered;
+    d.delivered += 10 * MSS;
+    let ev = AckEvent {
+        now: d.now,
+        acked_bytes: MSS,
+        largest_sent_time: d.now - Duration::from_millis(RTT_MS),
+        prior_in_flight: 10_000_000,
+        rate: RateSample {
+            delivery_rate: Some(rate),
+            is_app_limited: true,
+            prior_delivered: prior,
+            delivered: d.delivered,
+        },
+    };
+    d.bbr.on_ack(&ev, &d.rtt);
+}
+
+#[test]
+fn application_limited_rounds_that_lose_to_a_queue_end_startup() {
+    // Flat application-limited rounds alone keep startup going (the rate may be the
+    // application's), and so do losses without a queue ...
+    let mut d = Driver::new();
+    d.round(1e6);
+    for _ in 0..10 {
+        lose(&mut d, false);
+        app_limited_round(&mut d, 1e6);
+    }
+    assert!(d.bbr.in_slow_start());
+    // ... but three flat rounds that each lost packets to a queue end it.
+    for i in 0..3 {
+        assert!(d.bbr.in_slow_start(), "still in startup before round {i}");
+        lose(&mut d, true);
+        app_limited_round(&mut d, 1e6);
+    }
+    assert_eq!(d.bbr.state, State::Drain);
 }
