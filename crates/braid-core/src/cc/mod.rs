@@ -87,6 +87,14 @@ pub struct LossEvent {
     pub queued: bool,
 }
 
+#[cfg(test)]
+impl LossEvent {
+    /// A loss behind a queue, neither persistent nor judged random: what most tests lose.
+    pub(crate) fn congestion(now: Timestamp, lost_bytes: u64, largest_sent_time: Timestamp) -> Self {
+        LossEvent { now, lost_bytes, largest_sent_time, persistent: false, random: false, queued: true }
+    }
+}
+
 /// A per-path congestion controller.
 pub trait Controller: fmt::Debug + Send + Sync {
     /// A packet of `bytes` left; `in_flight` counts it already.

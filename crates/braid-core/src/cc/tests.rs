@@ -67,15 +67,7 @@ fn run_changing(
             let prior = in_flight;
             in_flight -= MSS;
             if p.lost {
-                let ev = LossEvent {
-                    now,
-                    lost_bytes: MSS,
-                    largest_sent_time: p.sent,
-                    persistent: false,
-                    random: false,
-                    queued: true,
-                };
-                cc.on_congestion(&ev, &rtt_est);
+                cc.on_congestion(&LossEvent::congestion(now, MSS, p.sent), &rtt_est);
                 continue;
             }
             rtt_est.update(now - p.sent, Duration::ZERO);

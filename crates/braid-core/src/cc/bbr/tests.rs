@@ -31,6 +31,15 @@ impl Driver {
     /// One round whose delivery-rate sample is `rate` bytes/s, with `in_flight` bytes before
     /// the ACK.
     fn round_with(&mut self, rate: f64, in_flight: u64) {
+        self.ack_round(rate, in_flight, false);
+    }
+
+    /// One application-limited round at `rate` (with a large flight).
+    fn app_limited_round(&mut self, rate: f64) {
+        self.ack_round(rate, 10_000_000, true);
+    }
+
+    fn ack_round(&mut self, rate: f64, in_flight: u64, is_app_limited: bool) {
         self.now += Duration::from_millis(RTT_MS);
         let prior = self.delivered;
         self.delivered += 10 * MSS;
@@ -41,7 +50,7 @@ impl Driver {
             prior_in_flight: in_flight,
             rate: RateSample {
                 delivery_rate: Some(rate),
-                is_app_limited: false,
+                is_app_limited,
                 prior_delivered: prior,
                 delivered: self.delivered,
             },
@@ -147,14 +156,7 @@ fn loss_does_not_shrink_the_window_unless_persistent() {
         d.round(rate);
     }
     let w = d.bbr.window();
-    let ev = LossEvent {
-        now: d.now,
-        lost_bytes: 5 * MSS,
-        largest_sent_time: d.now,
-        persistent: false,
-        random: false,
-        queued: true,
-    };
+    let ev = LossEvent::congestion(d.now, 5 * MSS, d.now);
     d.bbr.on_congestion(&ev, &d.rtt);
     assert_eq!(d.bbr.window(), w);
     d.bbr.on_congestion(&LossEvent { persistent: true, ..ev }, &d.rtt);
@@ -241,35 +243,8 @@ fn a_slow_path_probes_its_minimum_rtt_with_what_one_ack_delay_brings_beyond_the_
 /// A loss detection pass at the driver's time, behind a queue or not as the loss judge would
 /// say (loss discrimination off: the controller is not told it is random).
 fn lose(d: &mut Driver, queued: bool) {
-    let ev = LossEvent {
-        now: d.now,
-        lost_bytes: MSS,
-        largest_sent_time: d.now - Duration::from_millis(RTT_MS),
-        persistent: false,
-        random: false,
-        queued,
-    };
-    d.bbr.on_congestion(&ev, &d.rtt);
-}
-
-/// One application-limited round at `rate`.
-fn app_limited_round(d: &mut Driver, rate: f64) {
-    d.now += Duration::from_millis(RTT_MS);
-    let prior = d.delivered;
-    d.delivered += 10 * MSS;
-    let ev = AckEvent {
-        now: d.now,
-        acked_bytes: MSS,
-        largest_sent_time: d.now - Duration::from_millis(RTT_MS),
-        prior_in_flight: 10_000_000,
-        rate: RateSample {
-            delivery_rate: Some(rate),
-            is_app_limited: true,
-            prior_delivered: prior,
-            delivered: d.delivered,
-        },
-    };
-    d.bbr.on_ack(&ev, &d.rtt);
+    let ev = LossEvent::congestion(d.now, MSS, d.now - Duration::from_millis(RTT_MS));
+    d.bbr.on_congestion(&LossEvent { queued, ..ev }, &d.rtt);
 }
 
 #[test]
@@ -280,14 +255,14 @@ fn application_limited_rounds_that_lose_to_a_queue_end_startup() {
     d.round(1e6);
     for _ in 0..10 {
         lose(&mut d, false);
-        app_limited_round(&mut d, 1e6);
+        d.app_limited_round(1e6);
     }
     assert!(d.bbr.in_slow_start());
     // ... but three flat rounds that each lost packets to a queue end it.
     for i in 0..3 {
         assert!(d.bbr.in_slow_start(), "still in startup before round {i}");
         lose(&mut d, true);
-        app_limited_round(&mut d, 1e6);
+        d.app_limited_round(1e6);
     }
     assert_eq!(d.bbr.state, State::Drain);
 }

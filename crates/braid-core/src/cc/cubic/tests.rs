@@ -12,14 +12,7 @@ fn t(ms: u64) -> Timestamp {
 }
 
 fn loss(now: u64, sent: u64) -> LossEvent {
-    LossEvent {
-        now: t(now),
-        lost_bytes: MSS,
-        largest_sent_time: t(sent),
-        persistent: false,
-        random: false,
-        queued: true,
-    }
+    LossEvent::congestion(t(now), MSS, t(sent))
 }
 
 fn rtt_of(ms: u64) -> RttEstimator {

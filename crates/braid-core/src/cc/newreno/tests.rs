@@ -23,14 +23,7 @@ fn ack(now: u64, sent: u64, bytes: u64, in_flight: u64) -> AckEvent {
 }
 
 fn loss(now: u64, sent: u64) -> LossEvent {
-    LossEvent {
-        now: t(now),
-        lost_bytes: MSS,
-        largest_sent_time: t(sent),
-        persistent: false,
-        random: false,
-        queued: true,
-    }
+    LossEvent::congestion(t(now), MSS, t(sent))
 }
 
 fn rtt() -> RttEstimator {
