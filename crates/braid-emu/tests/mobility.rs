@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Notify;
 use tokio::time::{sleep, timeout, Instant};
 
 /// Bytes each way.
@@ -177,7 +178,12 @@ async fn rebind_mid_transfer(s: Scenario) -> Outcome {
         tokio::spawn(async move { download_socks(socks, target, |n| down.store(n, Ordering::Relaxed)).await })
     };
     let payload = Arc::new(payload(s.transfer, 33));
-    let upload = tokio::spawn(upload(bed.client.forward_addrs[0], payload.clone(), up.clone()));
+    // The upload holds at a quarter until the rebind: it writes into local buffers much faster
+    // than the download comes, and once it ran to its end before the download reached a
+    // quarter (the full suite, stop 47), leaving nothing to carry after the move.
+    let moved = Arc::new(Notify::new());
+    let upload =
+        tokio::spawn(upload(bed.client.forward_addrs[0], payload.clone(), up.clone(), moved.clone()));
 
     // Mid-transfer: a quarter of each direction through.
     let quarter = s.transfer as u64 / 4;
@@ -188,6 +194,7 @@ async fn rebind_mid_transfer(s: Scenario) -> Outcome {
     let rebound_at = Instant::now();
     let new = relay.rebind_with(s.stale).await.unwrap();
     assert_ne!(new, old);
+    moved.notify_one();
 
     // The server moves the path to the new address (the status is published every 500 ms).
     let validated =
@@ -338,10 +345,21 @@ async fn start_sink() -> SocketAddr {
 }
 
 /// Sends `data` through the port forward at `forward` to the sink; `progress` counts bytes
-/// written. Returns the sink's byte count and digest.
-async fn upload(forward: SocketAddr, data: Arc<Vec<u8>>, progress: Arc<AtomicU64>) -> (u64, [u8; 32]) {
+/// written. Holds once a quarter is written, until `resume`. Returns the sink's byte count and
+/// digest.
+async fn upload(
+    forward: SocketAddr,
+    data: Arc<Vec<u8>>,
+    progress: Arc<AtomicU64>,
+    resume: Arc<Notify>,
+) -> (u64, [u8; 32]) {
     let mut c = TcpStream::connect(forward).await.unwrap();
+    let mut held = false;
     for chunk in data.chunks(64 * 1024) {
+        if !held && progress.load(Ordering::Relaxed) >= data.len() as u64 / 4 {
+            resume.notified().await;
+            held = true;
+        }
         c.write_all(chunk).await.expect("upload: write failed");
         progress.fetch_add(chunk.len() as u64, Ordering::Relaxed);
     }
