@@ -894,6 +894,17 @@ fn edpf_reorder_survives_a_path_probing_its_minimum_rtt() {
     edpf_holds_at_most(&["20mbit/150ms", "20mbit/5ms"], 20);
 }
 
+/// EDPF places stream data by the one-way delays the peer's ACK timestamps measure
+/// (`path::one_way`, `scheduler::edpf::planned_arrival`), not by half a round trip that holds
+/// the return route the peer chose for its ACKs: on these mixes the receiver held 16 and 25
+/// packets outside loss recovery before, 4 and 6 now.
+#[test]
+fn edpf_places_by_measured_one_way_delays() {
+    edpf_holds_at_most(&["50mbit/5ms", "10mbit/40ms", "2mbit/80ms"], 10);
+    let r = go(&bulk(&["5mbit/150ms", "20mbit/150ms", "1mbit/150ms"], Kind::Edpf, 15));
+    assert!(r.reorder_max_lossfree_packets <= 10, "reorder {}", r.reorder_max_lossfree_packets);
+}
+
 /// A path's ACKs that move to another return route while its own packets stand in its
 /// bottleneck queue must not make EDPF take that queue for base delay
 /// (`path::rtt::RttEstimator::floor`): on these mixes of `bench/sim-sweep.py` the receiver

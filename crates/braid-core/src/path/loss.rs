@@ -57,6 +57,10 @@ impl Path {
         // RFC 9002 §5.1: an RTT sample when the largest acknowledged is newly acknowledged and
         // at least one newly acknowledged packet was ack-eliciting.
         if let Some(largest) = newly.iter().find(|p| p.pn == ack.largest) {
+            if let Some(t) = ack.timestamp_us {
+                let sent_us = largest.sent_time.as_nanos() / 1_000;
+                self.one_way.on_forward(now, sent_us, t.saturating_sub(ack.ack_delay_us), largest.size);
+            }
             if newly.iter().any(|p| p.ack_eliciting) {
                 let sample = now - largest.sent_time;
                 let delay = Duration::from_micros(ack.ack_delay_us).min(max_ack_delay);

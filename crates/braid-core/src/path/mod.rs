@@ -8,6 +8,7 @@ pub mod capacity;
 pub mod judge;
 pub mod loss;
 pub mod mtu;
+pub mod one_way;
 pub mod peer_report;
 pub mod received;
 pub mod rtt;
@@ -138,6 +139,8 @@ pub struct Path {
     pub rtt: RttEstimator,
     /// The base RTT a pipe is sized from: the minimum, raised after a lasting rise.
     pub base_rtt: BaseRtt,
+    /// Forward and return legs from the peer's ACK timestamps.
+    pub one_way: one_way::OneWay,
     /// Congestion controller.
     pub cc: Box<dyn Controller>,
     /// Saved controller state while suspect (blackout freeze).
@@ -231,6 +234,7 @@ impl Path {
             stranded: 0,
             rtt: RttEstimator::default(),
             base_rtt: BaseRtt::default(),
+            one_way: one_way::OneWay::default(),
             cc: algorithm.build(mtu as u64),
             frozen_cc: None,
             pacer: Pacer::new(mtu as u64),

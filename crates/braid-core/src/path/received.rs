@@ -12,7 +12,7 @@ const MAX_RANGES: usize = 32;
 /// RFC 9000 §13.2.2: "an ACK frame SHOULD be sent after receiving at least two ack-eliciting
 /// packets".
 const ACK_ELICITING_THRESHOLD: u32 = 2;
-use crate::timing::{RATE_INTERVAL, RATE_STALE};
+use crate::timing::{ACK_STAMP, RATE_INTERVAL, RATE_STALE};
 
 /// Receive state of one path.
 #[derive(Debug, Default)]
@@ -40,6 +40,8 @@ pub struct Received {
     /// A packet arrived out of order since the last ACK: the next one carries news beyond the
     /// cumulative point (seed 003's ACK Marker: not replaceable).
     reordered: bool,
+    /// When an ACK of this path last carried a timestamp (ACK_TS).
+    last_stamp: Option<Timestamp>,
 }
 
 /// Probes received back to back, oldest first: at most [`TRAIN_MAX`], the latest ones.
@@ -202,6 +204,22 @@ impl Received {
     /// The ACK delay to report at `now`.
     pub fn ack_delay(&self, now: Timestamp) -> u64 {
         self.largest_time.map_or(0, |t| (now - t).as_micros() as u64)
+    }
+
+    /// True when the ACK written at `now` should carry the receiver's clock (ACK_TS): the
+    /// first, then one per [`ACK_STAMP`]. The sender keeps minima of the one-way samples they
+    /// give (`path::one_way`), which need no more.
+    pub fn stamp_due(&self, now: Timestamp) -> bool {
+        self.last_stamp.is_none_or(|t| now.saturating_since(t) >= ACK_STAMP)
+    }
+
+    /// An ACK left at `now`, with a timestamp when `stamped`: nothing is due until the next
+    /// packet arrives.
+    pub fn on_ack_sent_at(&mut self, now: Timestamp, stamped: bool) {
+        if stamped {
+            self.last_stamp = Some(now);
+        }
+        self.on_ack_sent();
     }
 
     /// An ACK left: nothing is due until the next packet arrives.

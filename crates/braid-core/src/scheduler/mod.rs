@@ -93,6 +93,13 @@ pub struct PathView {
     /// Estimated one-way delay to the peer: half the base RTT (corrected for acknowledgements
     /// that travel on another path) plus what stands in the queue beyond the pipe.
     pub one_way_delay: Duration,
+    /// The one-way delay from the legs measured with the peer's ACK timestamps: the forward
+    /// leg, or the queue ahead drained when one stands, without transmission
+    /// (`session::scheduling::arrival_delay`); None until both legs are measured. What EDPF
+    /// places stream data by ([`edpf::planned_arrival`]): it compares paths, and this
+    /// estimate holds no return route the peer chose. The plain `one_way_delay`, which keeps
+    /// half a round trip's spread on a path whose delay varies, stays for deadlines.
+    pub measured_delay: Option<Duration>,
     /// Bytes already committed to this path and waiting for its pacer (queued datagrams,
     /// redundant copies).
     pub queued_bytes: u64,
@@ -463,6 +470,7 @@ pub(crate) mod test_util {
             mtu: 1452,
             admitted: true,
             one_way_delay: Duration::from_millis(rtt_ms / 2),
+            measured_delay: None,
             queued_bytes: 0,
             weight: None,
             jitter: Duration::ZERO,

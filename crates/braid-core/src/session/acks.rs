@@ -105,7 +105,7 @@ impl Session {
                     .map(move |r| r.start..r.end.min(pn + 1));
                 if older.clone().next().is_some() && room >= 64 {
                     let max = ((room - 48) / 32).max(1);
-                    encode::ack(buf, id, (now - at).as_micros() as u64, older.take(max));
+                    encode::ack(buf, id, (now - at).as_micros() as u64, None, older.take(max));
                 }
             }
         }
@@ -115,11 +115,18 @@ impl Session {
         let room = b.room(buf);
         let max_ranges = max_ranges.min(((room.saturating_sub(24)) / 16).max(1));
         let received = &mut self.paths[i].received;
-        encode::ack(buf, id, received.ack_delay(now), received.ack_ranges().take(max_ranges));
+        let stamp = received.stamp_due(now).then(|| clock_us(now));
+        encode::ack(buf, id, received.ack_delay(now), stamp, received.ack_ranges().take(max_ranges));
         if !copy {
-            received.on_ack_sent();
+            received.on_ack_sent_at(now, stamp.is_some());
         }
         b.frames.push(SentFrame::Ack { path: id, largest });
         true
     }
+}
+
+/// An ACK_TS's timestamp: this side's clock in microseconds since the driver's epoch (only
+/// differences between the peer's send times and it carry meaning, see [`crate::path::one_way`]).
+fn clock_us(now: Timestamp) -> u64 {
+    now.as_nanos() / 1_000
 }

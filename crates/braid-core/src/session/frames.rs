@@ -132,6 +132,8 @@ impl Session {
         let moved = p.remote != c.remote && p.state != PathState::Validating;
         p.remote = c.remote;
         if moved {
+            // Its one-way delays are another route's now.
+            p.one_way = crate::path::one_way::OneWay::default();
             tracing::debug!(session = %self.local_id, path = path_id, remote = %c.remote, "path moved to a validated address");
             self.events.push_back(Event::Path(path_id, PathEvent::Migrated));
         }
@@ -171,6 +173,9 @@ impl Session {
         // The return leg of the route, as `path_views` takes it: half an active carrier's
         // round trip; on the path itself its forward leg (its floor less the carrier's leg)
         // as it was when its ACKs moved back to it, unknown when they never came on another.
+        if let Some((t, carrier)) = ack.timestamp_us.zip(self.paths.iter_mut().find(|p| p.id == via)) {
+            carrier.one_way.on_back(now, t);
+        }
         let rtt = &self.paths[idx].rtt;
         let leg = if via != ack.path_id {
             let carrier = self.paths.iter().find(|p| p.id == via && p.state == PathState::Active);

@@ -8,6 +8,7 @@ use super::class_limits;
 use super::packing::only;
 use super::path_queues::Pinned;
 use super::Session;
+use crate::path::one_way::OneWay;
 use crate::path::sent::SentFrame;
 use crate::path::{PathId, PathState};
 use crate::scheduler::{Decision, PacketInfo, PathView};
@@ -88,19 +89,19 @@ impl Session {
         views: &mut Vec<PathView>,
     ) {
         views.clear();
-        // One-way delays: a path's RTT includes the return trip of the path its ACKs come back
-        // on (half that path's floor RTT), or half its own when they come back on itself.
-        //
-        // Half the carrier's floor is wrong when the carrier's own ACKs ride a third path: on
-        // `100mbit/50ms 5mbit/5ms 20mbit/20ms 20mbit/50ms` the 100 Mbit/s path's ACKs came back
-        // on the 20 ms path (floor 25 ms: its ACKs on the 5 ms one), a leg of 12.5 ms for 20,
-        // and EDPF's receiver held 97 packets on average (`braid sim … --duration 15s`).
-        // Resolving the legs down the chain of carriers brought that to 29, but moved every
-        // mix whose floors are mostly transmission time the other way (seed 004 Table III
-        // 6 → 12 packets, seed 000 Table III flow jitter 131 → 318 ms): this estimate adds
-        // the packet's transmission to a leg that already holds half of it, and the schedule
-        // is tuned to that bias. Taking transmission out of the legs lost more (sweep within
-        // 10 packets 58 → 37 of 90). Not changed until the estimate is rebuilt as a whole.
+        // Measured one-way delays (what EDPF places stream data by): from the legs the peer's
+        // ACK timestamps give (`path::one_way`), see [`arrival_delay`]; the return leg is that
+        // of the path the ACKs come back on.
+        let offset =
+            OneWay::offset(self.paths.iter().filter(|p| p.state == PathState::Active).map(|p| &p.one_way));
+        let backs: SmallVec<[(PathId, Option<u64>); 8]> =
+            self.paths.iter().map(|p| (p.id, offset.and_then(|o| p.one_way.back_us(o)))).collect();
+        // The plain estimate (what deadlines are judged by, and EDPF's until both legs are
+        // measured): half the base RTT, less half the carrier's floor when ACKs return on
+        // another path, plus what stands in the queue beyond the pipe. It adds the packet's
+        // transmission to a leg that already holds it, and the carrier's floor couples it to
+        // the route the peer picks for its ACKs (docs/benchmarks.md, "EDPF from one-way
+        // delays").
         let returns: SmallVec<[(PathId, Duration); 8]> = self
             .paths
             .iter()
@@ -116,21 +117,19 @@ impl Session {
             // The base RTT: the minimum without the queue it was found behind, or what it rose
             // to (`path::base_rtt`).
             let min_rtt = p.base_rtt.get(p.rtt.floor());
-            let carrier = p
-                .rtt
-                .route()
-                .filter(|r| *r != p.id)
-                .and_then(|r| returns.iter().find(|(id, _)| *id == r).map(|(_, rtt)| *rtt));
+            // In flight, and stranded (still queued on a slow link that went quiet).
+            let outstanding = p.outstanding();
+            let route = p.rtt.route().unwrap_or(p.id);
+            let back = backs.iter().find(|(id, _)| *id == route).and_then(|(_, b)| *b);
+            let forward = offset.and_then(|o| p.one_way.forward_us(o, rate));
+            let measured_delay = forward.zip(back).map(|(f, b)| arrival_delay(f, b, outstanding, rate));
+            let carrier = returns.iter().find(|(id, _)| *id == route && route != p.id);
             let base = match carrier {
-                Some(c) => min_rtt.saturating_sub(c / 2).max(c / 2),
+                Some((_, c)) => min_rtt.saturating_sub(*c / 2).max(*c / 2),
                 None => min_rtt / 2,
             };
-            // What stands in the bottleneck queue: bytes in flight (and stranded, still queued
-            // on a slow link that went quiet) beyond the path's bandwidth-delay product,
-            // drained at its rate.
-            let pipe = rate * min_rtt.as_secs_f64();
-            let outstanding = p.outstanding();
-            let standing = (outstanding as f64 - pipe).max(0.0);
+            // What stands in the bottleneck queue: beyond the bandwidth-delay product.
+            let standing = (outstanding as f64 - rate * min_rtt.as_secs_f64()).max(0.0);
             let one_way_delay = base + Duration::from_secs_f64(standing / rate.max(1.0));
             PathView {
                 id: p.id,
@@ -151,6 +150,7 @@ impl Session {
                 mtu: p.mtu,
                 admitted: p.admitted || !admission,
                 one_way_delay,
+                measured_delay,
                 queued_bytes: queues.bytes(p.id),
                 weight: p.weight,
                 // The receiver's one-way view while fresh, else the sender's: half its RTT variation.
@@ -319,5 +319,46 @@ impl Session {
         } else {
             false
         }
+    }
+}
+
+/// How long after it leaves a packet reaches the peer on a path, without its own transmission
+/// (which [`PathView::arrival`] adds), from the path's measured forward and return legs
+/// (`forward_us`, `back_us`: propagation, transmission taken out; `path::one_way`) and the
+/// bytes it has `outstanding` at its `rate` in bytes/s:
+///
+/// ```text
+/// max(forward, outstanding / rate − back)
+/// ```
+///
+/// What left the bottleneck within the last forward + back is still unacknowledged, so of
+/// the outstanding bytes, all but rate × (forward + back) stand in the queue ahead of the
+/// packet; it arrives forward after that queue drains, or forward after it leaves when none
+/// stands. The queue and its base cancel: no pipe sized from a round trip comes into it (a
+/// round trip holds one transmission and, after a rise, a queue; the estimate it replaces
+/// subtracted both).
+pub fn arrival_delay(forward_us: u64, back_us: u64, outstanding: u64, rate: f64) -> Duration {
+    let rate = rate.max(1.0);
+    let queued = outstanding as f64 / rate - back_us as f64 * 1e-6;
+    Duration::from_secs_f64(queued.max(forward_us as f64 * 1e-6))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::arrival_delay;
+    use std::time::Duration;
+
+    #[test]
+    fn arrival_is_the_forward_leg_until_a_queue_stands() {
+        // 1 MB/s, 20 ms out, 5 ms back.
+        let at = |outstanding| arrival_delay(20_000, 5_000, outstanding, 1e6);
+        // Up to 25 kB in flight fills the 25 ms between a packet's leaving the bottleneck and
+        // its ACK: no queue, the forward leg.
+        assert_eq!(at(0), Duration::from_millis(20));
+        assert_eq!(at(25_000), Duration::from_millis(20));
+        // 10 kB more stand in the queue: 10 ms more.
+        assert_eq!(at(35_000), Duration::from_millis(30));
+        // The return leg counts: the same bytes behind a 30 ms return leave 5 ms of queue.
+        assert_eq!(arrival_delay(20_000, 30_000, 55_000, 1e6), Duration::from_millis(25));
     }
 }

@@ -5,6 +5,7 @@
 //! 0x01 PING                                 0x11 MAX_STREAM_DATA id max
 //! 0x02 ACK   path largest delay_us count    0x12 MAX_STREAMS     count
 //!            first_range (gap len)*         0x13 STREAM_OPEN     id class
+//! 0x03 ACK_TS path largest delay_us time_us count first_range (gap len)*
 //! 0x04 RESET_STREAM id code final_size      0x30 DATAGRAM        class seq len data
 //! 0x05 STOP_SENDING id code                 0x31 DATAGRAM        class seq deadline_us len data
 //! 0x08..0x0f STREAM id [offset] [len] data  0x40 PATH_CHALLENGE  8 bytes
@@ -25,6 +26,7 @@ use std::ops::RangeInclusive;
 const PADDING: u8 = 0x00;
 const PING: u8 = 0x01;
 const ACK: u8 = 0x02;
+const ACK_TS: u8 = 0x03;
 const RESET_STREAM: u8 = 0x04;
 const STOP_SENDING: u8 = 0x05;
 const STREAM: u8 = 0x08;
@@ -93,6 +95,11 @@ pub struct AckFrame {
     pub largest: u64,
     /// How long the receiver held the largest before acknowledging it, in microseconds.
     pub ack_delay_us: u64,
+    /// The receiver's clock when it wrote the ACK, in microseconds from an epoch of its own
+    /// (ACK_TS only): less the ACK delay, when the largest arrived. Against the sender's send
+    /// times it gives each path's one-way delay up to one clock offset
+    /// ([`crate::path::one_way`]).
+    pub timestamp_us: Option<u64>,
     /// Acknowledged ranges, highest first.
     pub ranges: SmallVec<[RangeInclusive<u64>; 4]>,
 }
@@ -187,10 +194,11 @@ impl<'a> Frames<'a> {
         u8::try_from(self.varint()?).map_err(|_| ParseError::Malformed("path id"))
     }
 
-    fn parse_ack(&mut self) -> Result<AckFrame, ParseError> {
+    fn parse_ack(&mut self, stamped: bool) -> Result<AckFrame, ParseError> {
         let path_id = self.path_id()?;
         let largest = self.varint()?;
         let ack_delay_us = self.varint()?;
+        let timestamp_us = if stamped { Some(self.varint()?) } else { None };
         let count = self.varint()?;
         if count as usize >= MAX_ACK_RANGES {
             return Err(ParseError::Malformed("ACK"));
@@ -210,7 +218,7 @@ impl<'a> Frames<'a> {
             ranges.push(lo..=hi);
             smallest = lo;
         }
-        Ok(AckFrame { path_id, largest, ack_delay_us, ranges })
+        Ok(AckFrame { path_id, largest, ack_delay_us, timestamp_us, ranges })
     }
 
     fn parse_one(&mut self) -> Result<Frame<'a>, ParseError> {
@@ -224,7 +232,8 @@ impl<'a> Frames<'a> {
                 Frame::Padding(self.pos - start)
             }
             PING => Frame::Ping,
-            ACK => Frame::Ack(self.parse_ack()?),
+            ACK => Frame::Ack(self.parse_ack(false)?),
+            ACK_TS => Frame::Ack(self.parse_ack(true)?),
             RESET_STREAM => {
                 Frame::ResetStream { id: self.varint()?, code: self.varint()?, final_size: self.varint()? }
             }
@@ -335,9 +344,10 @@ pub mod encode {
         out.resize(out.len() + n, PADDING);
     }
 
-    /// ACK for `path_id`: `ranges` must be descending, disjoint and non-adjacent
-    /// (as a `RangeSet` yields them in reverse), half-open.
-    pub fn ack<I>(out: &mut Vec<u8>, path_id: u8, ack_delay_us: u64, ranges: I)
+    /// ACK for `path_id`, an ACK_TS when written with the receiver's clock `timestamp_us`:
+    /// `ranges` must be descending, disjoint and non-adjacent (as a `RangeSet` yields them in
+    /// reverse), half-open.
+    pub fn ack<I>(out: &mut Vec<u8>, path_id: u8, ack_delay_us: u64, timestamp_us: Option<u64>, ranges: I)
     where
         I: IntoIterator<Item = std::ops::Range<u64>>,
         I::IntoIter: Clone,
@@ -346,10 +356,13 @@ pub mod encode {
         let mut it = ranges.clone();
         let Some(first) = it.next() else { return };
         let count = it.count();
-        out.push(ACK);
+        out.push(if timestamp_us.is_some() { ACK_TS } else { ACK });
         varint::put(out, u64::from(path_id));
         varint::put(out, first.end - 1);
         varint::put(out, ack_delay_us);
+        if let Some(t) = timestamp_us {
+            varint::put(out, t);
+        }
         varint::put(out, count as u64);
         varint::put(out, first.end - 1 - first.start);
         let mut smallest = first.start;
@@ -542,7 +555,7 @@ mod tests {
     fn every_frame_round_trips() {
         let mut out = Vec::new();
         encode::ping(&mut out);
-        encode::ack(&mut out, 3, 250, [10..21, 5..8, 0..1]);
+        encode::ack(&mut out, 3, 250, None, [10..21, 5..8, 0..1]);
         encode::reset_stream(&mut out, 4, 9, 1000);
         encode::stop_sending(&mut out, 4, 1);
         encode::stream(&mut out, 8, 0, false, b"abc", false);
@@ -575,6 +588,7 @@ mod tests {
         let Frame::Ack(ack) = &frames[1] else { panic!("ack") };
         assert_eq!(ack.path_id, 3);
         assert_eq!(ack.largest, 20);
+        assert_eq!((ack.ack_delay_us, ack.timestamp_us), (250, None));
         assert_eq!(ack.ranges.as_slice(), &[10..=20, 5..=7, 0..=0]);
         assert_eq!(frames[4], Frame::Stream { id: 8, offset: 0, fin: false, data: b"abc" });
         assert_eq!(frames[5], Frame::Stream { id: 8, offset: 3, fin: true, data: b"" });
@@ -587,6 +601,20 @@ mod tests {
             encode::stream_header_len(16, 70000, None) + 4,
             out.len() - out.iter().rposition(|&b| b == 0x0c).unwrap()
         );
+    }
+
+    #[test]
+    fn a_stamped_ack_round_trips_and_refuses_a_cut() {
+        let mut out = Vec::new();
+        encode::ack(&mut out, 1, 40, Some(u64::from(u32::MAX) + 7), [90..100, 10..20]);
+        assert_eq!(out[0], ACK_TS);
+        let Frame::Ack(ack) = &parse_all(&out)[0] else { panic!("ack") };
+        assert_eq!((ack.path_id, ack.largest, ack.ack_delay_us), (1, 99, 40));
+        assert_eq!(ack.timestamp_us, Some(u64::from(u32::MAX) + 7));
+        assert_eq!(ack.ranges.as_slice(), &[90..=99, 10..=19]);
+        for cut in 1..out.len() {
+            assert!(Frames::new(&out[..cut]).next().unwrap().is_err(), "cut at {cut}");
+        }
     }
 
     #[test]

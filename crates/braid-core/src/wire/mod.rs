@@ -50,8 +50,9 @@ pub use frame::{AckFrame, Frame, Frames, PathStatusKind};
 pub use header::{DataHeader, Header};
 
 /// Protocol version carried in HANDSHAKE_INIT: a peer of another version is refused at the
-/// handshake rather than closed later on a frame it does not know (4: SHARING).
-pub const VERSION: u8 = 4;
+/// handshake rather than closed later on a frame it does not know (4: SHARING; 5: ACK frames
+/// carry the receiver's timestamp).
+pub const VERSION: u8 = 5;
 
 /// Packet type of the client's first handshake message.
 pub const TYPE_HANDSHAKE_INIT: u8 = 0x01;

@@ -82,7 +82,13 @@ fn packet(pn: u64, at: Timestamp) -> SentPacket {
 }
 
 fn ack(largest: u64, ranges: &[std::ops::RangeInclusive<u64>], delay_ms: u64) -> AckFrame {
-    AckFrame { path_id: 0, largest, ack_delay_us: delay_ms * 1000, ranges: ranges.iter().cloned().collect() }
+    AckFrame {
+        path_id: 0,
+        largest,
+        ack_delay_us: delay_ms * 1000,
+        timestamp_us: None,
+        ranges: ranges.iter().cloned().collect(),
+    }
 }
 
 fn pns(v: &[SentPacket]) -> Vec<u64> {

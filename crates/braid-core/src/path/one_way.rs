@@ -1,0 +1,213 @@
+//! A path's one-way delays from the peer's ACK timestamps.
+//!
+//! Every ACK frame carries the receiver's clock when it was written
+//! ([`crate::wire::AckFrame::timestamp_us`]). Less the ACK delay, that is when the largest
+//! packet arrived, so `arrival − send time` is the packet's forward delay plus the offset
+//! between the two clocks; `our arrival − the ACK's timestamp` is the ACK's return delay less
+//! that offset. Their minima, less the transmission time of the packet that gave the forward
+//! one, are its forward and return legs, each up to the offset. The minima are kept as LEDBAT
+//! keeps its base delay (RFC 6817 §3.4.2): one per minute for the last [`HISTORY`] minutes, so
+//! the clocks' drift and a lasting change of route age out.
+//!
+//! Why: a round trip includes the return route the *peer* chose for the ACKs, so half a round
+//! trip misjudges a path whose ACKs come back on another path, and the receiver's choice of
+//! that route moves every estimate built on it (docs/benchmarks.md, "Tried and backed out
+//! (stop 47)"). The offset is the same for every path between the two hosts, so differences
+//! of forward legs are exact; NTP's estimate (RFC 5905 §8: offset = ((T2 − T1) + (T3 − T4)) / 2)
+//! over the path with the shortest round trip fixes the offset itself, assuming that path is
+//! as fast one way as the other.
+
+use crate::time::Timestamp;
+use std::time::Duration;
+
+/// Minutes of minima a leg remembers (LEDBAT's BASE_HISTORY, RFC 6817 §3.4.2).
+pub const HISTORY: usize = 10;
+
+/// How long one of those minima collects samples.
+pub const BUCKET: Duration = Duration::from_secs(60);
+
+/// The smallest samples of the last [`HISTORY`] buckets of [`BUCKET`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct MinHistory<T> {
+    buckets: [Option<T>; HISTORY],
+    /// The bucket now collecting, and when it began.
+    current: usize,
+    since: Timestamp,
+    /// The smallest of the buckets (read for every packet the scheduler places).
+    min: Option<T>,
+}
+
+impl<T: Ord + Copy> Default for MinHistory<T> {
+    fn default() -> Self {
+        MinHistory { buckets: [None; HISTORY], current: 0, since: Timestamp::ZERO, min: None }
+    }
+}
+
+impl<T: Ord + Copy> MinHistory<T> {
+    fn on_sample(&mut self, now: Timestamp, sample: T) {
+        let elapsed = now.saturating_since(self.since);
+        let rolled = self.min.is_none() || elapsed >= BUCKET;
+        if self.min.is_none() || elapsed >= BUCKET * HISTORY as u32 {
+            // The first sample, or silent for the whole history: start afresh.
+            *self = Self { since: now, ..Self::default() };
+        }
+        while now.saturating_since(self.since) >= BUCKET {
+            self.current = (self.current + 1) % HISTORY;
+            self.buckets[self.current] = None;
+            self.since += BUCKET;
+        }
+        let b = &mut self.buckets[self.current];
+        *b = Some(b.map_or(sample, |m| m.min(sample)));
+        self.min = if rolled {
+            self.buckets.iter().flatten().copied().min()
+        } else {
+            self.min.map(|m| m.min(sample))
+        };
+    }
+
+    fn min(&self) -> Option<T> {
+        self.min
+    }
+}
+
+/// The smallest forward and return samples of one path, microseconds, each off by the clock
+/// offset (in opposite directions).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OneWay {
+    /// min(peer's arrival time − our send time) of this path's packets, forward delay +
+    /// offset, and the size of the packet that gave it (whose transmission it holds).
+    forward: MinHistory<(i64, u32)>,
+    /// min(our arrival time − the peer's ACK timestamp) of ACKs that came back on this path:
+    /// return delay − offset.
+    back: MinHistory<i64>,
+}
+
+/// Microseconds `a − b` of two clocks' readings, saturating.
+pub fn difference_us(a: u64, b: u64) -> i64 {
+    (i128::from(a) - i128::from(b)).clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+}
+
+impl OneWay {
+    /// A packet of `size` bytes sent at our `sent_us` that the peer received at its
+    /// `received_us`, learnt at `now`.
+    pub fn on_forward(&mut self, now: Timestamp, sent_us: u64, received_us: u64, size: u32) {
+        self.forward.on_sample(now, (difference_us(received_us, sent_us), size));
+    }
+
+    /// An ACK written at the peer's `stamped_us` that arrived on this path at `now`.
+    pub fn on_back(&mut self, now: Timestamp, stamped_us: u64) {
+        self.back.on_sample(now, difference_us(now.as_nanos() / 1_000, stamped_us));
+    }
+
+    /// The clock offset (peer − us, microseconds) by NTP's estimate over the path among
+    /// `paths` with the shortest measured round trip; None until one path has both legs.
+    ///
+    /// The forward minimum holds its packet's transmission and the return one an ACK's, so
+    /// the estimate is off by about half the difference (for 1200 bytes at 2 Mbit/s, 2.4 ms).
+    /// It is not taken out: on a path whose rate estimate is low (a source that never fills
+    /// it) that made the error larger. The error moves every path's forward leg one way and
+    /// every return leg the other by the same amount, which [`crate::session`]'s arrival
+    /// estimate (forward, or outstanding less the return leg) does not see.
+    pub fn offset<'a>(paths: impl IntoIterator<Item = &'a OneWay>) -> Option<i64> {
+        paths
+            .into_iter()
+            .filter_map(|p| Some((p.forward.min()?.0, p.back.min()?)))
+            .min_by_key(|(f, b)| f.saturating_add(*b))
+            .map(|(f, b)| ((i128::from(f) - i128::from(b)) / 2) as i64)
+    }
+
+    /// The return leg in microseconds given the clock `offset`, None before an ACK came back
+    /// on this path.
+    pub fn back_us(&self, offset: i64) -> Option<u64> {
+        self.back.min().map(|b| b.saturating_add(offset).max(0) as u64)
+    }
+
+    /// The forward leg in microseconds given the clock `offset`, without the transmission of
+    /// its packet at `rate` bytes/s (which the scheduler counts for each packet on its own):
+    /// propagation plus whatever queue the fastest packet met. None before a sample.
+    pub fn forward_us(&self, offset: i64, rate: f64) -> Option<u64> {
+        let (f, size) = self.forward.min()?;
+        let on_wire = (f64::from(size) / rate.max(1.0) * 1e6) as i64;
+        Some(f.saturating_sub(offset).saturating_sub(on_wire).max(0) as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at_us(us: u64) -> Timestamp {
+        Timestamp::from_nanos(us * 1_000)
+    }
+
+    /// Paths of `(forward, back)` ms one-way delays seen from a peer whose clock reads
+    /// `offset_ms` ahead (may be negative); returns the forward legs the sender derives.
+    fn derive(legs: &[(u64, u64)], offset_ms: i64) -> Vec<Option<u64>> {
+        let base: u64 = 1_000_000_000;
+        let peer = |t: u64| (t as i64 + offset_ms * 1000) as u64;
+        let mut ways = vec![OneWay::default(); legs.len()];
+        for (w, &(fwd, back)) in ways.iter_mut().zip(legs) {
+            // A packet sent at `base` arrives `fwd` later; an ACK written then arrives `back` later.
+            let arrived = base + fwd * 1000;
+            let returned = at_us(arrived + back * 1000);
+            w.on_forward(returned, base, peer(arrived), 1000);
+            w.on_back(returned, peer(arrived));
+        }
+        // 1000 bytes at 1 GB/s: 1 µs on the wire.
+        let offset = OneWay::offset(&ways).expect("offset");
+        ways.iter().map(|w| w.forward_us(offset, 1e9).map(|us| (us + 500) / 1000)).collect()
+    }
+
+    #[test]
+    fn forward_legs_do_not_depend_on_the_clock_offset() {
+        // The 5 ms path is symmetric and fastest; the others' forward legs need no symmetry.
+        for offset in [0, 37, -5_000, 3_600_000] {
+            assert_eq!(derive(&[(150, 150), (5, 5), (40, 10)], offset), [Some(150), Some(5), Some(40)]);
+        }
+    }
+
+    #[test]
+    fn the_offset_comes_from_the_shortest_round_trip() {
+        // The slow path is asymmetric (100 out, 20 back); the fast one (5/5) fixes the offset,
+        // so the slow path's forward leg is right although half its round trip (60) is not.
+        assert_eq!(derive(&[(100, 20), (5, 5)], 250), [Some(100), Some(5)]);
+    }
+
+    #[test]
+    fn minima_ignore_later_queues_and_transmission_is_taken_out() {
+        let mut w = OneWay::default();
+        let now = at_us(60_000);
+        w.on_forward(now, 1_000, 11_000, 1000);
+        w.on_forward(now, 2_000, 52_000, 1000); // 50 ms behind a queue
+        w.on_forward(now, 3_000, 12_500, 500); // 9.5 ms, of which 0.5 ms on the wire at 1 MB/s
+        w.on_back(now, 55_000);
+        assert_eq!(w.forward.min(), Some((9_500, 500)));
+        // The offset comes from the minima as they are: (9.5 − 5) / 2.
+        assert_eq!(OneWay::offset([&w]), Some(2_250));
+        assert_eq!(OneWay::offset([&OneWay::default()]), None);
+        assert_eq!(w.forward_us(2_000, 1e6), Some(7_000));
+        assert_eq!(w.back_us(2_000), Some(7_000));
+        assert_eq!(w.forward_us(2_000, 1e3), Some(0), "a low rate takes out more");
+        assert_eq!(w.forward_us(i64::MAX, 1e6), Some(0), "never negative");
+    }
+
+    #[test]
+    fn a_minimum_ages_out_after_the_history() {
+        let mut w = OneWay::default();
+        w.on_back(at_us(0), 0); // 0 µs
+        w.on_back(at_us(30_000_000), 29_990_000); // 10 ms
+        assert_eq!(w.back.min(), Some(0));
+        // Nine minutes on, the first minute still counts; ten minutes on it is gone and the
+        // later samples (20 ms, every minute) hold the minimum.
+        for minute in 1..=10u64 {
+            let now = minute * 60_000_000;
+            w.on_back(at_us(now), now - 20_000);
+            let expect = if minute < HISTORY as u64 { 0 } else { 20_000 };
+            assert_eq!(w.back.min(), Some(expect), "minute {minute}");
+        }
+        // After a silence longer than the history, only the new sample counts.
+        let now = 40 * 60_000_000;
+        w.on_back(at_us(now), now - 30_000);
+        assert_eq!(w.back.min(), Some(30_000));
+    }
+}
