@@ -1,7 +1,8 @@
 //! A path's one-way delays from the peer's ACK timestamps.
 //!
-//! Every ACK frame carries the receiver's clock when it was written
-//! ([`crate::wire::AckFrame::timestamp_us`]). Less the ACK delay, that is when the largest
+//! An ACK_TS frame (a path's ACKs carry one at most every [`crate::timing::ACK_STAMP`]) holds
+//! the receiver's clock when it was written ([`crate::wire::AckFrame::timestamp_us`]). Less
+//! the ACK delay, that is when the largest
 //! packet arrived, so `arrival − send time` is the packet's forward delay plus the offset
 //! between the two clocks; `our arrival − the ACK's timestamp` is the ACK's return delay less
 //! that offset. Their minima, less the transmission time of the packet that gave the forward
@@ -106,8 +107,9 @@ impl OneWay {
     /// the estimate is off by about half the difference (for 1200 bytes at 2 Mbit/s, 2.4 ms).
     /// It is not taken out: on a path whose rate estimate is low (a source that never fills
     /// it) that made the error larger. The error moves every path's forward leg one way and
-    /// every return leg the other by the same amount, which [`crate::session`]'s arrival
-    /// estimate (forward, or outstanding less the return leg) does not see.
+    /// every return leg the other by the same amount, so it moves every path's arrival
+    /// estimate (forward, or outstanding less the return leg) alike, which EDPF, comparing
+    /// paths, does not see.
     pub fn offset<'a>(paths: impl IntoIterator<Item = &'a OneWay>) -> Option<i64> {
         paths
             .into_iter()
