@@ -30,6 +30,11 @@ impl Timestamp {
         self.0
     }
 
+    /// Microseconds since the epoch (the unit of an ACK_TS timestamp).
+    pub const fn as_micros(self) -> u64 {
+        self.0 / 1_000
+    }
+
     /// Time since the epoch.
     pub const fn as_duration(self) -> Duration {
         Duration::from_nanos(self.0)

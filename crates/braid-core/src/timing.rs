@@ -97,9 +97,9 @@ pub const RAISE_INTERVAL: Duration = Duration::from_secs(600);
 pub const RATE_INTERVAL: Duration = Duration::from_millis(200);
 /// An arrival rate older than this no longer stands (five [`RATE_INTERVAL`]s).
 pub const RATE_STALE: Duration = Duration::from_secs(1);
-/// How often at most a path's ACKs carry the receiver's clock (ACK_TS). Measured: stamps on
-/// every ACK (8 bytes each) cost a fifth of the ACK bytes where the ACKs ride a narrow path,
-/// and seed 003's offloaded ACKs over a 1 Mbit/s 3G lost 17 → 44 % of the Wi-Fi's rate; at this
+/// How often at most a path's ACKs carry the receiver's clock (ACK_TS). Measured: with a stamp
+/// (8 bytes) on every ACK, seed 003's ACKs offloaded to a 1 Mbit/s 3G left the Wi-Fi 17 → 44 %
+/// below its same-path rate (docs/experiments.md, Fig. 5 without the shared medium); at this
 /// interval the sender's one-way minima (`path::one_way`) find the same legs (EDPF sweep 72 →
 /// 70 of 90 mixes within 10 packets, held out 60 → 62).
 pub const ACK_STAMP: Duration = Duration::from_millis(5);

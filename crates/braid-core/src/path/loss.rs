@@ -58,8 +58,8 @@ impl Path {
         // at least one newly acknowledged packet was ack-eliciting.
         if let Some(largest) = newly.iter().find(|p| p.pn == ack.largest) {
             if let Some(t) = ack.timestamp_us {
-                let sent_us = largest.sent_time.as_nanos() / 1_000;
-                self.one_way.on_forward(now, sent_us, t.saturating_sub(ack.ack_delay_us), largest.size);
+                let received_us = t.saturating_sub(ack.ack_delay_us);
+                self.one_way.on_forward(now, largest.sent_time.as_micros(), received_us, largest.size);
             }
             if newly.iter().any(|p| p.ack_eliciting) {
                 let sample = now - largest.sent_time;

@@ -97,7 +97,7 @@ impl OneWay {
 
     /// An ACK written at the peer's `stamped_us` that arrived on this path at `now`.
     pub fn on_back(&mut self, now: Timestamp, stamped_us: u64) {
-        self.back.on_sample(now, difference_us(now.as_nanos() / 1_000, stamped_us));
+        self.back.on_sample(now, difference_us(now.as_micros(), stamped_us));
     }
 
     /// The clock offset (peer − us, microseconds) by NTP's estimate over the path among

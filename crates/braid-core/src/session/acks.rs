@@ -115,7 +115,7 @@ impl Session {
         let room = b.room(buf);
         let max_ranges = max_ranges.min(((room.saturating_sub(24)) / 16).max(1));
         let received = &mut self.paths[i].received;
-        let stamp = received.stamp_due(now).then(|| clock_us(now));
+        let stamp = received.stamp_due(now).then(|| now.as_micros());
         encode::ack(buf, id, received.ack_delay(now), stamp, received.ack_ranges().take(max_ranges));
         if !copy {
             received.on_ack_sent_at(now, stamp.is_some());
@@ -123,10 +123,4 @@ impl Session {
         b.frames.push(SentFrame::Ack { path: id, largest });
         true
     }
-}
-
-/// An ACK_TS's timestamp: this side's clock in microseconds since the driver's epoch (only
-/// differences between the peer's send times and it carry meaning, see [`crate::path::one_way`]).
-fn clock_us(now: Timestamp) -> u64 {
-    now.as_nanos() / 1_000
 }

@@ -170,12 +170,13 @@ impl Session {
                 p.capacity_estimate.on_packet_pair(now, rate);
             }
         }
-        // The return leg of the route, as `path_views` takes it: half an active carrier's
-        // round trip; on the path itself its forward leg (its floor less the carrier's leg)
-        // as it was when its ACKs moved back to it, unknown when they never came on another.
+        // An ACK_TS times the return leg of the path that carried it (`path::one_way`).
         if let Some((t, carrier)) = ack.timestamp_us.zip(self.paths.iter_mut().find(|p| p.id == via)) {
             carrier.one_way.on_back(now, t);
         }
+        // The return leg of the route, as `path_views` takes it: half an active carrier's
+        // round trip; on the path itself its forward leg (its floor less the carrier's leg)
+        // as it was when its ACKs moved back to it, unknown when they never came on another.
         let rtt = &self.paths[idx].rtt;
         let leg = if via != ack.path_id {
             let carrier = self.paths.iter().find(|p| p.id == via && p.state == PathState::Active);
