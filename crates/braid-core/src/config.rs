@@ -12,8 +12,10 @@ use std::time::Duration;
 pub enum AckPath {
     /// On the path whose packets they acknowledge (also when they ride along in a packet).
     SamePath,
-    /// On the answering path with the lowest RTT among those with capacity to carry them
-    /// (seed 003's offloading-ACK); a path's ACKs never ride on a third path.
+    /// On the answering path with the shortest one-way delay toward the peer (measured with
+    /// the peer's ACK timestamps; the lowest RTT before those) among those with capacity to
+    /// carry them (seed 003's offloading-ACK); a path's ACKs never ride on a third path. (The
+    /// name predates the one-way ranking; `lowest-rtt` stays the command-line value.)
     #[default]
     LowestRtt,
     /// Seed 003's offloading-ACK as the paper defines it (§3.1, §4.2): the ACKs of the

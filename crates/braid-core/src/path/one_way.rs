@@ -81,6 +81,41 @@ pub struct OneWay {
     /// min(our arrival time − the peer's ACK timestamp) of ACKs that came back on this path:
     /// return delay − offset.
     back: MinHistory<i64>,
+    /// How much the forward samples vary, without the return route's variation.
+    spread: Spread,
+}
+
+/// RFC 6298's smoothed mean and mean deviation (gains 1/8 and 1/4), kept over a path's forward
+/// samples instead of its round trips: how much the one-way delay varies. The offset is the
+/// same in every sample, so the deviation holds none of it; unlike RTTVAR it holds no
+/// variation of the route the ACKs return on, which the receiver picks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Spread {
+    /// Smoothed sample and mean deviation, µs.
+    smoothed: i64,
+    deviation: i64,
+    /// Samples taken (saturating).
+    samples: u32,
+}
+
+/// Forward samples before the deviation is trusted: the mean's time constant (gain 1/8).
+const SPREAD_SAMPLES: u32 = 8;
+
+impl Spread {
+    fn on_sample(&mut self, sample: i64) {
+        if self.samples == 0 {
+            self.smoothed = sample;
+        } else {
+            let error = sample.saturating_sub(self.smoothed);
+            self.deviation += (error.saturating_abs() - self.deviation) / 4;
+            self.smoothed = self.smoothed.saturating_add(error / 8);
+        }
+        self.samples = self.samples.saturating_add(1);
+    }
+
+    fn deviation(&self) -> Option<Duration> {
+        (self.samples >= SPREAD_SAMPLES).then(|| Duration::from_micros(self.deviation.max(0) as u64))
+    }
 }
 
 /// Microseconds `a − b` of two clocks' readings, saturating.
@@ -92,7 +127,20 @@ impl OneWay {
     /// A packet of `size` bytes sent at our `sent_us` that the peer received at its
     /// `received_us`, learnt at `now`.
     pub fn on_forward(&mut self, now: Timestamp, sent_us: u64, received_us: u64, size: u32) {
-        self.forward.on_sample(now, (difference_us(received_us, sent_us), size));
+        let sample = difference_us(received_us, sent_us);
+        self.forward.on_sample(now, (sample, size));
+        self.spread.on_sample(sample);
+    }
+
+    /// How much the forward delay varies from sample to sample (RFC 6298's mean deviation
+    /// over forward samples); None before [`SPREAD_SAMPLES`] samples. What deadlines are
+    /// judged late by when the receiver reports no jitter: half the RTT variation assumes both
+    /// directions vary alike and holds the variation of the route the ACKs return on, which
+    /// the receiver picks (a steady 40 ms path whose ACKs came back on a jittery one looked
+    /// jittery itself, and the deadline scheduler left it: 1364 → 159 frames on time on
+    /// `2mbit/10ms/jitter=60ms` + `2mbit/40ms` at 50 ms).
+    pub fn forward_variation(&self) -> Option<Duration> {
+        self.spread.deviation()
     }
 
     /// An ACK written at the peer's `stamped_us` that arrived on this path at `now`.
@@ -101,21 +149,29 @@ impl OneWay {
     }
 
     /// The clock offset (peer − us, microseconds) by NTP's estimate over the path among
-    /// `paths` with the shortest measured round trip; None until one path has both legs.
+    /// `paths` with the shortest measured round trip; None until one path has both legs. Each
+    /// path comes with its wire rate (bytes/s), if known ([`crate::path::Path::wire_rate`]).
     ///
     /// The forward minimum holds its packet's transmission and the return one an ACK's, so
-    /// the estimate is off by about half the difference (for 1200 bytes at 2 Mbit/s, 2.4 ms).
-    /// It is not taken out: on a path whose rate estimate is low (a source that never fills
-    /// it) that made the error larger. The error moves every path's forward leg one way and
-    /// every return leg the other by the same amount, so it moves every path's arrival
-    /// estimate (forward, or outstanding less the return leg) alike, which EDPF, comparing
-    /// paths, does not see.
-    pub fn offset<'a>(paths: impl IntoIterator<Item = &'a OneWay>) -> Option<i64> {
-        paths
+    /// the estimate is off by about half the difference (for 1000 bytes at 1 Mbit/s, 4 ms)
+    /// unless the transmission is taken out at the wire rate. The error moves every forward
+    /// leg one way and every return leg the other alike, so EDPF, comparing paths, does not see
+    /// it; a deadline, an absolute time, does: with it in, MMTP's deadline scheduler sent 514
+    /// of 8775 frames late at 2 Mb/s offered to 1.3 Mb/s of links, with it out 70. Without a
+    /// wire rate (a path the application never filled, whose estimate reads far off) it stays
+    /// in: taken out at such a path's rate estimate, the error grew the other way (1805 → 806
+    /// frames on time on seed 001's `2mbit/20ms/jitter=60ms` + `2mbit/40ms` at 50 ms).
+    pub fn offset<'a, R: FnOnce() -> Option<f64>>(
+        paths: impl IntoIterator<Item = (&'a OneWay, R)>,
+    ) -> Option<i64> {
+        // The wire rate is asked of the chosen path only (a capacity estimate per path per
+        // packet showed on loopback's CPU per byte).
+        let ((f, size), b, rate) = paths
             .into_iter()
-            .filter_map(|p| Some((p.forward.min()?.0, p.back.min()?)))
-            .min_by_key(|(f, b)| f.saturating_add(*b))
-            .map(|(f, b)| ((i128::from(f) - i128::from(b)) / 2) as i64)
+            .filter_map(|(p, rate)| Some((p.forward.min()?, p.back.min()?, rate)))
+            .min_by_key(|((f, _), b, _)| f.saturating_add(*b))?;
+        let on_wire = rate().map_or(0, |r| (f64::from(size) / r.max(1.0) * 1e6) as i64);
+        Some(((i128::from(f.saturating_sub(on_wire)) - i128::from(b)) / 2) as i64)
     }
 
     /// The return leg in microseconds given the clock `offset`, None before an ACK came back
@@ -156,7 +212,7 @@ mod tests {
             w.on_back(returned, peer(arrived));
         }
         // 1000 bytes at 1 GB/s: 1 µs on the wire.
-        let offset = OneWay::offset(&ways).expect("offset");
+        let offset = OneWay::offset(ways.iter().map(|w| (w, || Some(1e9)))).expect("offset");
         ways.iter().map(|w| w.forward_us(offset, 1e9).map(|us| (us + 500) / 1000)).collect()
     }
 
@@ -185,12 +241,59 @@ mod tests {
         w.on_back(now, 55_000);
         assert_eq!(w.forward.min(), Some((9_500, 500)));
         // The offset comes from the minima as they are: (9.5 − 5) / 2.
-        assert_eq!(OneWay::offset([&w]), Some(2_250));
-        assert_eq!(OneWay::offset([&OneWay::default()]), None);
+        assert_eq!(OneWay::offset([(&w, || None)]), Some(2_250));
+        assert_eq!(OneWay::offset([(&OneWay::default(), || None)]), None);
         assert_eq!(w.forward_us(2_000, 1e6), Some(7_000));
         assert_eq!(w.back_us(2_000), Some(7_000));
         assert_eq!(w.forward_us(2_000, 1e3), Some(0), "a low rate takes out more");
         assert_eq!(w.forward_us(i64::MAX, 1e6), Some(0), "never negative");
+    }
+
+    #[test]
+    fn the_forward_deviation_holds_neither_offset_nor_return_route() {
+        let mut w = OneWay::default();
+        // A peer clock an hour ahead, forward delays alternating 20 and 40 ms; the ACKs come
+        // back on any route (no return sample enters).
+        let hour = 3_600_000_000u64;
+        let sample = |w: &mut OneWay, i: u64| {
+            let sent = i * 5_000;
+            let delay = if i.is_multiple_of(2) { 20_000 } else { 40_000 };
+            w.on_forward(at_us(sent + 100_000), sent, hour + sent + delay, 1000);
+        };
+        for i in 0..SPREAD_SAMPLES as u64 - 1 {
+            sample(&mut w, i);
+            assert_eq!(w.forward_variation(), None, "too few samples");
+        }
+        for i in SPREAD_SAMPLES as u64 - 1..200 {
+            sample(&mut w, i);
+        }
+        // The mean deviation of a ±10 ms square wave around its mean: 10 ms, give or take
+        // the smoothed mean's own wobble.
+        let d = w.forward_variation().expect("measured").as_micros();
+        assert!((9_000..=12_000).contains(&d), "{d} µs");
+        // A steady path: no variation whatever the offset.
+        let mut s = OneWay::default();
+        for i in 0..50u64 {
+            s.on_forward(at_us(i * 5_000 + 100_000), i * 5_000, hour + i * 5_000 + 40_000, 1000);
+        }
+        assert_eq!(s.forward_variation(), Some(Duration::ZERO));
+    }
+
+    #[test]
+    fn a_wire_rate_takes_transmission_out_of_the_offset() {
+        // 20 ms each way; the forward minimum came from a 1000-byte packet at 125 kB/s (8 ms on
+        // the wire), the return one from an ACK (nothing on the wire); the peer's clock reads
+        // 5 ms ahead.
+        let mut w = OneWay::default();
+        let now = at_us(1_000_000);
+        w.on_forward(now, 0, 5_000 + 28_000, 1000);
+        w.on_back(at_us(900_000), 900_000 - 20_000 + 5_000);
+        assert_eq!(OneWay::offset([(&w, || Some(125_000.0))]), Some(5_000));
+        // Without a rate, half the transmission stays in: 4 ms off, and the forward leg 4 ms short.
+        let off = OneWay::offset([(&w, || None)]).expect("offset");
+        assert_eq!(off, 9_000);
+        assert_eq!(w.forward_us(off, 125_000.0), Some(16_000));
+        assert_eq!(w.forward_us(5_000, 125_000.0), Some(20_000));
     }
 
     #[test]

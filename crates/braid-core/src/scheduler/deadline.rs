@@ -10,11 +10,13 @@
 //! varies ([`PathView::jitter`]) when the path is chosen: a datagram goes where it arrives first
 //! *with that margin* among the paths that make its deadline on average, so a steady path wins
 //! over one that is earlier on average but often late. The variation is the receiver's measured
-//! jitter with `--receiver-reports` (seed 000 §III-B's two-sided channel monitor), else half the
-//! sender's RTT variation. The drop rule keeps the plain estimate: a datagram is dropped only
-//! when no path delivers it in time on average. (`braid sim --link 2mbit/20ms/jitter=60ms --link
-//! 2mbit/40ms --workload cbr:500kbit --deadline 70ms --scheduler deadline`: 759 of 3623 frames
-//! late with no margin, 115 with the sender's, 187 with the receiver's; docs/experiments.md.)
+//! jitter with `--receiver-reports` (seed 000 §III-B's two-sided channel monitor), else the
+//! deviation of the forward delays the peer's ACK timestamps give (half the sender's RTT
+//! variation before those). The drop rule keeps the estimate without the margin: a datagram is
+//! dropped only when no path delivers it in time on average. (`braid sim --link
+//! 2mbit/20ms/jitter=60ms --link 2mbit/40ms --workload cbr:500kbit --deadline 70ms --scheduler
+//! deadline`: 759 of 3623 frames late with no margin when the margin came; now 62 with the
+//! forward deviation, 577 with the receiver's jitter; docs/experiments.md.)
 
 use super::edpf::Edpf;
 use super::{eligible_for, wait_for, Candidates, Decision, PacketInfo, PathView, Scheduler};

@@ -90,15 +90,16 @@ pub struct PathView {
     /// Path admission (seeds 000, 002): false while the monitor keeps the path in standby
     /// because using it would lower the total.
     pub admitted: bool,
-    /// Estimated one-way delay to the peer: half the base RTT (corrected for acknowledgements
-    /// that travel on another path) plus what stands in the queue beyond the pipe.
+    /// Estimated one-way delay to the peer, what [`PathView::arrival`] adds (deadlines, loss
+    /// fetching, EDPF's other readers): [`PathView::measured_delay`] once both legs are
+    /// measured, else half the base RTT (corrected for acknowledgements that travel on another
+    /// path) plus what stands in the queue beyond the pipe.
     pub one_way_delay: Duration,
     /// The one-way delay from the legs measured with the peer's ACK timestamps: the forward
     /// leg, or the queue ahead drained when one stands, without transmission
-    /// (`session::scheduling::arrival_delay`); None until both legs are measured. What EDPF
-    /// places stream data by ([`edpf::planned_arrival`]): it compares paths, and this
-    /// estimate holds no return route the peer chose. The plain `one_way_delay`, which keeps
-    /// half a round trip's spread on a path whose delay varies, stays for deadlines.
+    /// (`session::scheduling::arrival_delay`); None until both legs are measured. EDPF places
+    /// stream data by it with a late margin ([`edpf::planned_arrival`]): it compares paths,
+    /// and this estimate holds no return route the peer chose.
     pub measured_delay: Option<Duration>,
     /// Bytes already committed to this path and waiting for its pacer (queued datagrams,
     /// redundant copies).
@@ -107,8 +108,10 @@ pub struct PathView {
     pub weight: Option<u32>,
     /// How much the one-way delay varies from packet to packet: as the receiver measured it
     /// (RFC 3550 §6.4.1 inter-arrival jitter, reported in PATH_REPORT: seed 000's two-sided
-    /// channel monitor) while receiver reports are on and fresh, else half the sender's RTT
-    /// variation (RFC 6298's RTTVAR, which holds both directions).
+    /// channel monitor) while receiver reports are on and fresh, else the mean deviation of
+    /// the forward samples the peer's ACK timestamps give
+    /// ([`crate::path::one_way::OneWay::forward_variation`]), else, before those, half the
+    /// sender's RTT variation (RFC 6298's RTTVAR, which holds both directions).
     pub jitter: Duration,
 }
 

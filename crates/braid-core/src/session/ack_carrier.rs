@@ -7,9 +7,11 @@
 use super::ack_offload::{self, Credit, OffloadStats, Route, CAPACITY_SHARE};
 use super::Session;
 use crate::config::AckPath;
+use crate::path::one_way::OneWay;
 use crate::path::{Path, PathState};
 use crate::time::Timestamp;
 use crate::wire::PathStatusKind;
+use smallvec::SmallVec;
 use std::time::Duration;
 
 /// Capacity a path needs, per packet per second that another path receives, to carry that
@@ -17,6 +19,9 @@ use std::time::Duration;
 /// most a quarter of the carrier. A 20 kbit/s path that carried the ACKs of a 100 Mbit/s one
 /// queued them for seconds, and the fast path's sender crawled at 1.3 Mbit/s (simulator).
 const ACK_CARRIER_BYTES_PER_PACKET: f64 = 160.0;
+
+/// A carrier's rank, lowest first: not active (a secondary path), one-way delay, path id.
+type Rank = (bool, Duration, u8);
 
 /// How often a path that only carries ACKs sends an ack-eliciting one.
 pub(super) fn liveness(path: &Path) -> Duration {
@@ -55,8 +60,8 @@ impl AckCarrier {
     }
 
     /// Offloading-ACK (seed 003): the path that carries `for_idx`'s ACKs — the fastest path
-    /// that is known to be answering, among those that carry data (a backup or metered path
-    /// carries ACKs only when no other can) and whose capacity carries the ACK load with room
+    /// (shortest one-way delay toward the peer) that is known to be answering, among those
+    /// that carry data (a backup or metered path carries ACKs only when no other can) and whose capacity carries the ACK load with room
     /// to spare ([`ACK_CARRIER_BYTES_PER_PACKET`]); when none has, the fastest answering path
     /// all the same (never a suspect path's own dead link). None with no active path.
     pub(super) fn offload_carrier(
@@ -78,10 +83,37 @@ impl AckCarrier {
             return Some(for_idx);
         }
         let need = paths[for_idx].received.packet_rate(now) * ACK_CARRIER_BYTES_PER_PACKET;
-        let rank = |(_, p): &(usize, &Path)| (p.status() != PathStatusKind::Active, p.rtt.smoothed(), p.id);
+        // Ranked by the one-way delay toward the peer, which is the way the ACKs go: the
+        // forward leg measured with the peer's ACK timestamps (`path::one_way`), its packet's
+        // transmission taken out at the path's capacity estimate, plus what stands queued
+        // beyond the pipe; half the smoothed RTT for a path whose leg is not measured yet.
+        // Not the RTT: that holds the return route the *peer* chose for this side's own ACKs
+        // (seed 004 Figs. 16–18 with BBR: 8 → 26 packets when that moved). Known weakness: a
+        // path that carries only ACKs has a low estimate, so more comes out than was on the
+        // wire; keeping the transmission in, or ranking by the legs only once every path has
+        // one, lost more elsewhere (docs/experiments.md, "ACK carriers and deadlines by one-way
+        // delay").
         let active = || paths.iter().enumerate().filter(|(_, p)| p.state == PathState::Active);
-        let bears = |(i, p): &(usize, &Path)| *i == for_idx || p.usable_capacity(now) >= need;
-        active().filter(bears).min_by_key(rank).or_else(|| active().min_by_key(rank)).map(|(i, _)| i)
+        if active().nth(1).is_none() {
+            // One active path (or none): no ranking to make.
+            return active().next().map(|(i, _)| i);
+        }
+        let offset = OneWay::offset(active().map(|(_, p)| (&p.one_way, || p.wire_rate(now))));
+        // (index, rank, bears the load) per path, worked out once per path.
+        let ranked: SmallVec<[(usize, Rank, bool); 8]> = active()
+            .map(|(i, p)| {
+                let rate = p.usable_capacity(now);
+                let forward = offset.and_then(|o| p.one_way.forward_us(o, rate)).map(Duration::from_micros);
+                let standing = p.outstanding() as f64 / rate.max(1.0) - p.rtt.floor().as_secs_f64();
+                let delay =
+                    forward.unwrap_or(p.rtt.smoothed() / 2) + Duration::from_secs_f64(standing.max(0.0));
+                (i, (p.status() != PathStatusKind::Active, delay, p.id), i == for_idx || rate >= need)
+            })
+            .collect();
+        let best = |bearing: bool| {
+            ranked.iter().filter(|(_, _, bears)| *bears || !bearing).min_by_key(|(_, rank, _)| *rank)
+        };
+        best(true).or_else(|| best(false)).map(|(i, _, _)| *i)
     }
 
     /// The primary path's secondary and the rate (bytes/s) its credit refills at; None when

@@ -92,16 +92,18 @@ impl Session {
         // Measured one-way delays (what EDPF places stream data by): from the legs the peer's
         // ACK timestamps give (`path::one_way`), see [`arrival_delay`]; the return leg is that
         // of the path the ACKs come back on.
-        let offset =
-            OneWay::offset(self.paths.iter().filter(|p| p.state == PathState::Active).map(|p| &p.one_way));
+        let offset = OneWay::offset(
+            self.paths
+                .iter()
+                .filter(|p| p.state == PathState::Active)
+                .map(|p| (&p.one_way, || p.wire_rate(now))),
+        );
         let backs: SmallVec<[(PathId, Option<u64>); 8]> =
             self.paths.iter().map(|p| (p.id, offset.and_then(|o| p.one_way.back_us(o)))).collect();
-        // The plain estimate (what deadlines are judged by, and EDPF's until both legs are
-        // measured): half the base RTT, less half the carrier's floor when ACKs return on
-        // another path, plus what stands in the queue beyond the pipe. It adds the packet's
-        // transmission to a leg that already holds it, and the carrier's floor couples it to
-        // the route the peer picks for its ACKs (docs/benchmarks.md, "EDPF from one-way
-        // delays").
+        // The plain estimate, for a path whose legs are not measured yet: half the base RTT,
+        // less half the carrier's floor when ACKs return on another path, plus what stands in
+        // the queue beyond the pipe. The carrier's floor couples it to the route the peer
+        // picks for its ACKs (docs/benchmarks.md, "EDPF from one-way delays").
         let returns: SmallVec<[(PathId, Duration); 8]> = self
             .paths
             .iter()
@@ -130,7 +132,9 @@ impl Session {
             };
             // What stands in the bottleneck queue: beyond the bandwidth-delay product.
             let standing = (outstanding as f64 - rate * min_rtt.as_secs_f64()).max(0.0);
-            let one_way_delay = base + Duration::from_secs_f64(standing / rate.max(1.0));
+            // Deadlines and loss fetching read the measured estimate once there is one.
+            let one_way_delay =
+                measured_delay.unwrap_or(base + Duration::from_secs_f64(standing / rate.max(1.0)));
             PathView {
                 id: p.id,
                 usable: p.is_usable(),
@@ -153,8 +157,14 @@ impl Session {
                 measured_delay,
                 queued_bytes: queues.bytes(p.id),
                 weight: p.weight,
-                // The receiver's one-way view while fresh, else the sender's: half its RTT variation.
-                jitter: p.peer.fresh_jitter(now).filter(|_| reports).unwrap_or(p.rtt.var() / 2),
+                // The receiver's one-way view while fresh, else the sender's: the forward samples'
+                // deviation, or half the RTT variation before ACK timestamps came.
+                jitter: p
+                    .peer
+                    .fresh_jitter(now)
+                    .filter(|_| reports)
+                    .or_else(|| p.one_way.forward_variation())
+                    .unwrap_or(p.rtt.var() / 2),
             }
         }));
     }
