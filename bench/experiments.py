@@ -501,7 +501,8 @@ less than 20 % of the achievable throughput at 1 % loss; loss fetching stays nea
 the client, 100 s; blackouts at 20, 40, 60, 80 s for 2 s (the digest's A15), or 10 s
 blackouts at 20 and 50 s. Blackout freeze is on by default (`--no-blackout-freeze` turns it
 off: the silent path's controller then collapses as after a TCP retransmission timeout); loss
-discrimination is off by default (`--loss-discrimination`). Acks travel on the lowest-RTT path.
+discrimination is off by default (`--loss-discrimination`). Acks travel on the fastest path
+(the shortest one-way delay toward the sender).
 
 Blackout freeze (goodput over the whole run):
 
@@ -605,7 +606,7 @@ Mb/s with same-path ACKs (tables below) — Fig. 2a's 20 → 15 Mb/s; 802.11b as
 3G link is `1mbit/60ms` or `420kbit/60ms` (the earlier seed 003 section's). The simulator's bulk
 stream runs client → server, so the server is the receiver whose ACKs are offloaded (the links
 are symmetric, so this mirrors the paper's download). `lowest-rtt` (braid's default) keeps the
-ACKs on the Wi-Fi, whose RTT is lower. Goodput over the whole 100 s run; the last column is what
+ACKs on the Wi-Fi, whose one-way delay is shorter. Goodput over the whole 100 s run; the last column is what
 the receiver sent back over the Wi-Fi link (mostly ACKs).
 
 Shared medium (Wi-Fi self-contention):
@@ -1268,7 +1269,7 @@ grows. Fig. 4: convergence to the maximum takes longer as the disparity grows �
 **250 s at 70 ms**; at **90 ms it never converges and varies between 10 and 15 Mb/s** (of 20).
 
 **braid setup.** Links `R/10ms` and `R/Dms` (delay each way; braid's acks take the
-lowest-RTT path, so the reverse delay of link 1 does not matter), one bulk stream, 120 s,
+fastest path, so the reverse delay of link 1 does not matter), one bulk stream, 120 s,
 `rr` (equal weights, as the paper) and braid's default `minrtt`; BBR. The maximum is the sum of
 the two links' goodputs when each is used alone (`braid sim --link R/Dms --duration 120s`).
 
@@ -1318,7 +1319,7 @@ varied, forward delays 10 ms): "almost no throughput loss due to ACK delay dispa
 TCP's acks are cumulative. Values are in the plot.
 
 **braid setup.** 10 Mb/s links, `back=Dms` sets link 1's server → client delay, `rr`, one
-bulk stream, 120 s, BBR; acks travel on the lowest-RTT path (braid's default). The sum of the
+bulk stream, 120 s, BBR; acks travel on the fastest path (braid's default). The sum of the
 single links uses each link alone, where its acks must take the slow reverse path.
 
 {body()}
@@ -2555,7 +2556,8 @@ its transmission (`session::scheduling::arrival_delay`): what left the bottlenec
 last forward + return is still unacknowledged, and the rest stands ahead of it. EDPF plans
 with that, late by one full packet's transmission (`scheduler::edpf::planned_arrival`): a
 packet that arrives after its estimate holds everything the faster paths deliver meanwhile,
-one that arrives early holds only itself. Deadlines keep the plain estimate. Over the three sweeps of 30
+one that arrives early holds only itself. Deadlines kept the plain estimate (until the next
+paragraph). Over the three sweeps of 30
 mixes (`bench/sim-sweep.py --mixes 30 --seed 7`, 11 and 3; 30 s) the mixes within 10 packets
 outside loss recovery went 57 → 70 of 90, summed holds 1740 → 1025, summed means 256 → 171,
 efficiency 0.9092 → 0.9094; on 90 held-out mixes (`--seed` 5, 13, 21) 50 → 62, summed holds
@@ -2570,6 +2572,40 @@ path much of the time (it ranks carriers by the smoothed RTT of its own packets,
 the return route the sender picked: stop 47's weak point), and the 200 kbit/s path's RTT rose
 to 490 ms. Still outside: slow paths whose capacity
 estimate lags (the largest holds are on 20–200 kbit/s paths beside 100 Mbit/s ones).
+
+**ACK carriers and deadlines by one-way delay** (2026-11-30, in). The receiver now ranks the
+paths that may carry its ACKs by the forward leg toward the sender (the same ACK timestamps,
+its own direction) plus the queue standing beyond the pipe, instead of the smoothed RTT of its
+own packets, which holds the return route the *sender* picked. On its own that hurt the
+deadline scheduler: half a path's RTT variation, its estimate of how much the path's delay
+varies, holds the variation of whatever path its ACKs come back on, and the 40 ms path whose
+ACKs now returned on the jittery 10 ms one looked as jittery (`2mbit/10ms/jitter=60ms` +
+`2mbit/40ms` at 50 ms: 1364 → 159 frames on time). So the sender now takes the variation from
+the forward samples themselves (RFC 6298's mean deviation over one-way samples,
+`OneWay::forward_variation`), and every reader of a path's delay (deadlines, loss fetching)
+takes the measured estimate once both legs are measured. That made the clock offset's error an
+absolute error, which deadlines see (MMTP at 2 Mb/s offered: 514 late): the offset now takes
+the transmission of its forward minimum out at the path's capacity estimate while the path has
+been saturated (`Path::wire_rate`; on an application-limited path the estimate, a packet pair
+or a lower bound, read 0.33 to 11,600 Mbit/s for a 2 Mbit/s path with jitter). With the true
+offset (the simulator's hosts share a clock) the jitter table's on-time totals were 63497 /
+67423 / 66409; with the estimate 63497 / 67295 / 66811. Over the sweeps: 70 → 73 of 90 mixes
+within 10 packets, summed means 170.8 → 170.0, efficiency 0.9094 → 0.9085; held out 62 → 68,
+summed holds 7220 → 6338, efficiency 0.9008 → 0.9073 (`20kbit/150ms 200kbit/20ms 50kbit/20ms
+20mbit/150ms` 0.149 → 0.812 and 820 → 0 packets; `200kbit/50ms 100mbit/150ms 200kbit/50ms` 290
+→ 0; but `1mbit/5ms 100mbit/50ms 20kbit/50ms 20mbit/50ms` 10 → 316). Figs. 16–18 with BBR 26 → 8 packets, lowest second 124 → 292
+kb/s; the jitter table 62462 / 65625 / 65252 → 63497 / 67295 / 66811 on time; MMTP's deadline
+scheduler late 96 / 24 / 366 → 70 / 128 / 9 at 2.00 / 1.60 / 1.33 Mb/s offered. Worse: the sweep
+mix `20kbit/5ms 100mbit/150ms 1mbit/150ms` 38 → 1031 packets (2 → 1098 in its 15 s test): the
+receiver's routes changed in the first 2 s, and EDPF later held that many behind the 1 Mbit/s
+path while the 100 Mbit/s path's estimate ramped up; path admission with BBR left Case II's lossy
+slow link in standby (11.24 → 9.66 Mb/s, the paper's own rule) and Case I kept both (17.97 →
+16.70); WRR's largest second in Figs. 13–14 622 → 487 kb/s. Tried: ranking carriers by the leg
+with its transmission kept (a path carrying only ACKs has a low capacity estimate, so more
+comes out than was on the wire): 72 of 90 and 66 held out, but one held-out mix fell to 0.113
+efficiency, the 100 Mbit/s path's ACKs caught on a 200 kbit/s path while its packet rate was
+low; ranking by legs only once every path has one: 71 and 66; preferring the RTT-ranked carrier
+unless the one-way legs beat it by an eighth: no change on the 995 mix.
 
 **A stream stalled behind a slow path** (`session/stall.rs`). A path's first window leaves
 before its rate is known; on 20–50 kbit/s ten packets are seconds of queue. Beside 100 Mbit/s
