@@ -317,6 +317,13 @@ impl Path {
         self.capacity_estimate.saturated(now).then(|| self.capacity(now))
     }
 
+    /// The clock offset to the peer (`one_way::OneWay::offset`) over the active paths among
+    /// `paths`: what the scheduler's views and the ACK-carrier ranking read the legs with.
+    pub fn clock_offset(paths: &[Path], now: Timestamp) -> Option<i64> {
+        let active = paths.iter().filter(|p| p.state == PathState::Active);
+        one_way::OneWay::offset(active.map(|p| (&p.one_way, || p.wire_rate(now))))
+    }
+
     /// The capacity this path may use: its estimate, under the client's cap if it has one.
     pub fn usable_capacity(&self, now: Timestamp) -> f64 {
         let rate = self.capacity(now);

@@ -7,7 +7,6 @@
 use super::ack_offload::{self, Credit, OffloadStats, Route, CAPACITY_SHARE};
 use super::Session;
 use crate::config::AckPath;
-use crate::path::one_way::OneWay;
 use crate::path::{Path, PathState};
 use crate::time::Timestamp;
 use crate::wire::PathStatusKind;
@@ -98,7 +97,7 @@ impl AckCarrier {
             // One active path (or none): no ranking to make.
             return active().next().map(|(i, _)| i);
         }
-        let offset = OneWay::offset(active().map(|(_, p)| (&p.one_way, || p.wire_rate(now))));
+        let offset = Path::clock_offset(paths, now);
         // (index, rank, bears the load) per path, worked out once per path.
         let ranked: SmallVec<[(usize, Rank, bool); 8]> = active()
             .map(|(i, p)| {

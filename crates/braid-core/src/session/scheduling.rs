@@ -8,9 +8,8 @@ use super::class_limits;
 use super::packing::only;
 use super::path_queues::Pinned;
 use super::Session;
-use crate::path::one_way::OneWay;
 use crate::path::sent::SentFrame;
-use crate::path::{PathId, PathState};
+use crate::path::{Path, PathId, PathState};
 use crate::scheduler::{Decision, PacketInfo, PathView};
 use crate::time::Timestamp;
 use crate::wire::frame::encode;
@@ -92,12 +91,7 @@ impl Session {
         // Measured one-way delays (what EDPF places stream data by): from the legs the peer's
         // ACK timestamps give (`path::one_way`), see [`arrival_delay`]; the return leg is that
         // of the path the ACKs come back on.
-        let offset = OneWay::offset(
-            self.paths
-                .iter()
-                .filter(|p| p.state == PathState::Active)
-                .map(|p| (&p.one_way, || p.wire_rate(now))),
-        );
+        let offset = Path::clock_offset(&self.paths, now);
         let backs: SmallVec<[(PathId, Option<u64>); 8]> =
             self.paths.iter().map(|p| (p.id, offset.and_then(|o| p.one_way.back_us(o)))).collect();
         // The plain estimate, for a path whose legs are not measured yet: half the base RTT,
