@@ -10,17 +10,22 @@ use fast_socks5::util::target_addr::TargetAddr;
 use fast_socks5::{ReplyError, Socks5Command};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
 
 /// A connection past its greeting and request.
 type Commanded = (Socks5ServerProtocol<TcpStream, states::CommandRead>, Socks5Command, TargetAddr);
 
 /// Serves SOCKS5 on `listener` until the task is dropped.
 pub async fn serve(listener: TcpListener, front: Frontend) {
+    let lingering = Arc::new(Semaphore::new(REFUSALS_LINGERING));
     loop {
         let (conn, peer) = accept(&listener, "socks5", front.gate.counters()).await;
         let Some(ticket) = front.gate.admit_greeting() else {
-            refuse(conn);
+            refuse(conn, &lingering);
             continue;
         };
         let front = front.clone();
@@ -32,14 +37,49 @@ pub async fn serve(listener: TcpListener, front: Frontend) {
     }
 }
 
-/// Refuses a connection over the cap without waiting for it: what it sent is read if it is
-/// there already (so that closing does not reset the connection), and the answer is the
-/// method selection "no acceptable methods" (X'FF', RFC 1928 §3) — the one refusal a client
-/// understands before its request.
-fn refuse(conn: TcpStream) {
-    let mut greeting = [0u8; 258];
-    let _ = conn.try_read(&mut greeting);
-    let _ = conn.try_write(&[5, 0xFF]);
+/// Refusals that may wait for their client's greeting at once; past this, a refusal closes
+/// at once (a flood costs no more than this many sockets for [`REFUSAL_LINGER`]).
+const REFUSALS_LINGERING: usize = 64;
+
+/// What a refused connection reads at most before it closes: a greeting (258 bytes) and a
+/// request a client sent behind it (at most 262).
+const REFUSAL_DRAIN: usize = 520;
+
+/// How long a refused connection waits for its client to read the answer and close.
+const REFUSAL_LINGER: Duration = Duration::from_millis(500);
+
+/// Refuses a connection over the cap without serving it. The answer is the method selection
+/// "no acceptable methods" (X'FF', RFC 1928 §3), the one refusal a client understands before
+/// its request, followed by a FIN. The socket then drains what the client sends, up to
+/// [`REFUSAL_DRAIN`] bytes, until the client closes or [`REFUSAL_LINGER`] passes: closing a socket with
+/// unread bytes, or one a greeting reaches after it closed, sends a RST, and a RST can discard
+/// the answer before the client reads it. Past [`REFUSALS_LINGERING`] refusals at once, only
+/// what is already there is read.
+fn refuse(conn: TcpStream, lingering: &Arc<Semaphore>) {
+    let Ok(permit) = lingering.clone().try_acquire_owned() else {
+        let mut greeting = [0u8; 258];
+        let _ = conn.try_read(&mut greeting);
+        let _ = conn.try_write(&[5, 0xFF]);
+        return;
+    };
+    tokio::spawn(async move {
+        let mut conn = conn;
+        let answered = async {
+            conn.write_all(&[5, 0xFF]).await?;
+            conn.shutdown().await?;
+            let mut drained = [0u8; REFUSAL_DRAIN];
+            let mut total = 0;
+            while total < drained.len() {
+                match conn.read(&mut drained[total..]).await? {
+                    0 => break,
+                    n => total += n,
+                }
+            }
+            std::io::Result::Ok(())
+        };
+        let _ = tokio::time::timeout(REFUSAL_LINGER, answered).await;
+        drop(permit);
+    });
 }
 
 /// Greeting, authentication and request.
