@@ -198,11 +198,21 @@ impl Streams {
             .collect()
     }
 
+    /// Every stream's held head (`SendStream::held_head`), with its id.
+    pub fn held_heads(
+        &self,
+        budget: u64,
+        max_len: u64,
+    ) -> smallvec::SmallVec<[(u64, std::ops::Range<u64>); 4]> {
+        self.streams.iter().filter_map(|(&id, s)| Some((id, s.send.held_head(budget, max_len)?))).collect()
+    }
+
     /// Sends stream `id`'s unacknowledged holes again, up to `max_len` bytes, although they
-    /// are not known lost (a stalled head, `session::stall`). Returns the bytes queued.
-    pub fn reinject(&mut self, id: u64, max_len: u64) -> u64 {
+    /// are not known lost (a stalled head, `session::stall`), if its head is still at `head`.
+    /// Returns the bytes queued.
+    pub fn reinject(&mut self, id: u64, head: u64, max_len: u64) -> u64 {
         let Some(s) = self.streams.get_mut(&id) else { return 0 };
-        let queued = s.send.reinject_holes(max_len);
+        let queued = s.send.reinject_holes(head, max_len);
         if queued > 0 {
             self.touched(id);
             self.queue.enqueue(id);

@@ -349,12 +349,34 @@ impl SendStream {
         (start < end).then(|| start..end.min(start.saturating_add(max_len)))
     }
 
+    /// The unacknowledged bytes at the stream's head (at most `max_len` of them) while the peer
+    /// holds at least `budget` acknowledged bytes behind them: data the receiver cannot deliver
+    /// until the head arrives. None when the head is queued for retransmission, nothing beyond
+    /// it is acknowledged, or after a reset. Counts at most the acknowledged ranges that reach
+    /// `budget`. See `session::stall`.
+    pub fn held_head(&self, budget: u64, max_len: u64) -> Option<std::ops::Range<u64>> {
+        if self.reset.is_some() || !self.retransmit.is_empty() {
+            return None;
+        }
+        let start = self.acked_prefix;
+        let end = self.acked.first().map(|r| r.start).filter(|&e| e > start)?.min(self.next_new);
+        let mut held = 0;
+        for r in self.acked.iter() {
+            held += r.end - r.start;
+            if held >= budget {
+                return (start < end).then(|| start..end.min(start.saturating_add(max_len)));
+            }
+        }
+        None
+    }
+
     /// Queues for sending again the unacknowledged bytes below the highest acknowledged offset
     /// (or the head alone, when nothing beyond it is acknowledged), at most `max_len` bytes from
     /// the head on: what slower paths still carry while faster ones delivered what follows.
+    /// Nothing when the head is no longer at `head` (it arrived after it was found stalled).
     /// Returns the bytes queued.
-    pub fn reinject_holes(&mut self, max_len: u64) -> u64 {
-        if self.reset.is_some() {
+    pub fn reinject_holes(&mut self, head: u64, max_len: u64) -> u64 {
+        if self.reset.is_some() || self.acked_prefix != head {
             return 0;
         }
         let top = self.acked.max().map_or(self.next_new, |m| m + 1).min(self.next_new);

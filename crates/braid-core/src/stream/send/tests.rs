@@ -148,7 +148,7 @@ fn a_full_buffer_held_by_its_head_stalls_and_its_holes_are_queued() {
     // The buffer is full (cap 10 kB): the head stalls.
     assert_eq!(s.stalled_head(u64::MAX, 10_000, 64 * 1024), Some(0..1000));
     // Both holes below the highest acknowledged byte are queued, and only they.
-    assert_eq!(s.reinject_holes(64 * 1024), 2000);
+    assert_eq!(s.reinject_holes(0, 64 * 1024), 2000);
     assert_eq!(
         s.next_chunk(|_| 5000, u64::MAX).map(|c| (c.offset, c.len, c.retransmit)),
         Some((0, 1000, true))
@@ -172,9 +172,40 @@ fn reinjection_is_bounded_and_a_head_waiting_for_credit_stalls() {
     s.on_acked(3000, 1000, false);
     // The stream's limit (4000) stops it with data unsent: the head holds it.
     assert_eq!(s.stalled_head(u64::MAX, 1 << 20, 1500), Some(0..1500));
-    assert_eq!(s.reinject_holes(1500), 1500);
+    assert_eq!(s.reinject_holes(0, 1500), 1500);
     // After a reset nothing stalls and nothing is queued.
     s.reset(1);
     assert_eq!(s.stalled_head(u64::MAX, 1 << 20, 1500), None);
-    assert_eq!(s.reinject_holes(1500), 0);
+    assert_eq!(s.reinject_holes(0, 1500), 0);
+}
+
+#[test]
+fn a_head_is_held_once_the_peer_holds_the_budget_behind_it() {
+    let mut s = SendStream::new(1 << 20);
+    s.write(Bytes::from(vec![7u8; 20_000]));
+    for _ in 0..20 {
+        s.next_chunk(|_| 1000, u64::MAX).unwrap();
+    }
+    // Nothing beyond the head acknowledged: nothing held.
+    assert_eq!(s.held_head(3000, 64 * 1024), None);
+    // One packet far ahead (EDPF sends a slow path's packets ahead): under the budget.
+    s.on_acked(15_000, 1000, false);
+    assert_eq!(s.held_head(3000, 64 * 1024), None);
+    // Three packets held behind the two-packet head: its own hole, bounded by max_len.
+    s.on_acked(2000, 1000, false);
+    s.on_acked(3000, 1000, false);
+    assert_eq!(s.held_head(3000, 64 * 1024), Some(0..2000));
+    assert_eq!(s.held_head(3000, 1500), Some(0..1500));
+    // Sending the hole again queues it alone, not the holes beyond it.
+    assert_eq!(s.reinject_holes(1000, 2000), 0, "not the head any more");
+    assert_eq!(s.reinject_holes(0, 2000), 2000);
+    assert_eq!(
+        s.next_chunk(|_| 5000, u64::MAX).map(|c| (c.offset, c.len, c.retransmit)),
+        Some((0, 2000, true))
+    );
+    // The head arrived: the next hole is held behind one packet only.
+    s.on_acked(0, 2000, false);
+    assert_eq!(s.held_head(3000, 64 * 1024), None);
+    s.reset(1);
+    assert_eq!(s.held_head(0, 64 * 1024), None);
 }
