@@ -2614,19 +2614,24 @@ slow path's first window delays, the stream never runs out: on the held-out mix 
 leave its queue and the receiver held up to 2,579 packets outside loss recovery (131 on average)
 while the stream kept sending. Under EDPF the head is now sent again (its own hole, once) when
 the receiver holds 16 KB of acknowledged bytes behind it for the fastest path's smoothed RTT +
-4 × variation: 2 packets and 0.9 on average, 9,828 bytes sent twice, efficiency 0.935 →
-0.934. The budget counts acknowledged bytes, not the distance to the highest one: EDPF sends a
-slow path's packets ahead of the fast path's, and counted by distance it sent 436 KB twice on
-`1mbit/20ms 20kbit/50ms` (efficiency 0.939 → 0.825); counted by bytes, none. A copy goes only if
-the head is still where it was found (the watch found it up to 100 ms earlier; on two equal
-20 Mbit/s paths under MinRTT a different hole went in its place). Sweeps (`bench/sim-sweep.py`,
-as above): 73 → 73 of 90 within 10 packets, summed holds 1975 → 2005, summed means 170.0 →
-170.0, efficiency 0.9085 → 0.9086; held out 68 → 70, summed holds 6338 → 3652, summed means
-337.1 → 202.0, efficiency 0.9073 → 0.9072 (also `20kbit/150ms 200kbit/50ms` 99 → 3 packets,
-efficiency 0.901 → 0.889). With a 64 KB budget: 72 and 69. EDPF only: with the rule under
-every scheduler RR over seed 000's 128/64/32/16 kb/s fell 59 → 52 kb/s (its copies go to the
-next path in turn) and MinRTT's seed 001 transfer at 30 % loss took 9.9–10.8 s instead of 9.5.
-It does not reach the largest holds left (`20kbit/5ms 100mbit/150ms 1mbit/150ms`, 1031): each
+4 × variation, and at least 200 ms: 2 packets and 0.9 on average, 9,828 bytes sent twice,
+efficiency 0.935 → 0.934. The 200 ms is the failure detector's (`timing::SILENCE_MIN`): a hole
+behind a path that went silent is its to fill, and with the stall limit alone `braid demo`
+took 0.36 s on average to recover from the cut of its fastest link (12 runs, 0.2–0.5) against
+0.25 s (0.2–0.4) for the build before; with the wait, 0.2, 0.2, 0.3, 0.3 against 0.3, 0.3, 0.3,
+0.3, alternated. The budget counts acknowledged bytes, not the distance to the highest one: EDPF
+sends a slow path's packets ahead of the fast path's, and counted by distance it sent 436 KB
+twice on `1mbit/20ms 20kbit/50ms` (efficiency 0.939 → 0.825); counted by bytes, none. A copy
+goes only if the head is still where it was found (the watch found it up to 100 ms earlier; on
+two equal 20 Mbit/s paths under MinRTT a different hole went in its place). Sweeps
+(`bench/sim-sweep.py`, as above): 73 → 71 of 90 within 10 packets (two mixes went from 7 and 6
+to 11), summed holds 1975 → 1999, summed means 170.0 → 170.9, efficiency 0.9085 → 0.9086; held
+out 68 → 70, summed holds 6338 → 3690, summed means 337.1 → 202.1, efficiency 0.9073 → 0.9071
+(also `20kbit/150ms 200kbit/50ms` 99 → 3 packets, efficiency 0.901 → 0.889). Without the 200 ms
+floor: 73 and 70; with a 64 KB budget: 72 and 69. EDPF only: with the rule under every
+scheduler RR over seed 000's 128/64/32/16 kb/s fell 59 → 52 kb/s (its copies go to the next
+path in turn) and MinRTT's seed 001 transfer at 30 % loss took 9.9–10.8 s instead of 9.5. It
+does not reach the largest holds left (`20kbit/5ms 100mbit/150ms 1mbit/150ms`, 1031): each
 there clears within 100–300 ms, less than the fastest path's round trip plus four variations
 (300–400 ms beside 100 Mbit/s at 150 ms), so a copy would not arrive first and none is sent.
 
