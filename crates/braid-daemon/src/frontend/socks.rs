@@ -51,10 +51,10 @@ const REFUSAL_LINGER: Duration = Duration::from_millis(500);
 /// Refuses a connection over the cap without serving it. The answer is the method selection
 /// "no acceptable methods" (X'FF', RFC 1928 §3), the one refusal a client understands before
 /// its request, followed by a FIN. The socket then drains what the client sends, up to
-/// [`REFUSAL_DRAIN`] bytes, until the client closes or [`REFUSAL_LINGER`] passes: closing a socket with
-/// unread bytes, or one a greeting reaches after it closed, sends a RST, and a RST can discard
-/// the answer before the client reads it. Past [`REFUSALS_LINGERING`] refusals at once, only
-/// what is already there is read.
+/// [`REFUSAL_DRAIN`] bytes, until the client closes or [`REFUSAL_LINGER`] passes: closing a
+/// socket with unread bytes, or one a greeting reaches after it closed, sends a RST, and a RST
+/// can discard the answer before the client reads it. Past [`REFUSALS_LINGERING`] refusals at
+/// once, only what is already there is read.
 fn refuse(conn: TcpStream, lingering: &Arc<Semaphore>) {
     let Ok(permit) = lingering.clone().try_acquire_owned() else {
         let mut greeting = [0u8; 258];
