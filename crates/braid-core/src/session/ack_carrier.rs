@@ -60,9 +60,10 @@ impl AckCarrier {
 
     /// Offloading-ACK (seed 003): the path that carries `for_idx`'s ACKs — the fastest path
     /// (shortest one-way delay toward the peer) that is known to be answering, among those
-    /// that carry data (a backup or metered path carries ACKs only when no other can) and whose capacity carries the ACK load with room
-    /// to spare ([`ACK_CARRIER_BYTES_PER_PACKET`]); when none has, the fastest answering path
-    /// all the same (never a suspect path's own dead link). None with no active path.
+    /// that carry data (a backup or metered path carries ACKs only when no other can) and whose
+    /// capacity carries the ACK load with room to spare ([`ACK_CARRIER_BYTES_PER_PACKET`]);
+    /// when none has, the fastest answering path all the same (never a suspect path's own dead
+    /// link). None with no active path.
     pub(super) fn offload_carrier(
         &self,
         mode: AckPath,

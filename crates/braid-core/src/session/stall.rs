@@ -17,8 +17,9 @@
 //! [`Head::wait`]): only its own hole goes, not the holes beyond. Why: with a receive window
 //! larger than what a slow path's first window delays, the send buffer never fills. On
 //! 20 kbit/s at 150 ms beside 5 Mbit/s at 5 ms the receiver held up to 2,584 packets (3.7 MB)
-//! for six seconds behind the slow path's first window, and delivered nothing in between (`braid sim --scheduler edpf --seed 13 --link 20kbit/150ms --link
-//! 200kbit/150ms --link 5mbit/5ms`). With this rule it holds 2, for 9,828 bytes sent twice.
+//! for six seconds behind the slow path's first window, and delivered nothing in between
+//! (`braid sim --scheduler edpf --seed 13 --link 20kbit/150ms --link 200kbit/150ms --link
+//! 5mbit/5ms`). With this rule it holds 2, for 9,828 bytes sent twice.
 //! The budget counts acknowledged bytes, not the distance to the highest one: EDPF sends a
 //! slow path's packets ahead of the fast path's (seed 004), so bytes acknowledged far beyond
 //! the head are the normal case, and one such packet is all the receiver holds.
@@ -69,9 +70,9 @@ impl Head {
     /// How long this head waits: the stall limit, and for a held head at least
     /// [`SILENCE_MIN`]. A hole behind a path that went silent is the failure detector's: it
     /// suspects the path after three of its smoothed RTTs, never before [`SILENCE_MIN`], and
-    /// resends all it carried. With the stall limit alone, `braid demo` took 0.36 s on average to recover
-    /// from the cut of its fastest link (12 runs) against 0.25 s without the rule; with this
-    /// wait 0.25 against 0.3 (4 runs each, alternated).
+    /// resends all it carried. With the stall limit alone, `braid demo` took 0.36 s on average
+    /// to recover from the cut of its fastest link (12 runs) against 0.25 s without the rule;
+    /// with this wait 0.25 against 0.3 (4 runs each, alternated).
     fn wait(&self, limit: Duration) -> Duration {
         if self.held {
             limit.max(SILENCE_MIN)
