@@ -330,6 +330,12 @@ impl Path {
         self.max_rate.map_or(rate, |cap| rate.min(cap as f64))
     }
 
+    /// The latest packet pair's rate under the client's cap, bytes/s (None before one).
+    pub fn usable_pair(&self) -> Option<f64> {
+        let pair = self.capacity_estimate.packet_pair()?;
+        Some(self.max_rate.map_or(pair, |cap| pair.min(cap as f64)))
+    }
+
     /// Anti-amplification (RFC 9000 §8): before the server has validated a path it sends at
     /// most three times what it received on it. Returns the bytes it may still send.
     pub fn amplification_budget(&self, server: bool) -> usize {

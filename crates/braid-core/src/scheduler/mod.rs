@@ -83,6 +83,9 @@ pub struct PathView {
     /// Estimated path capacity, bytes/s: the path's one estimate under its policy cap
     /// ([`crate::path::Path::usable_capacity`], see [`crate::path::capacity`]).
     pub rate: f64,
+    /// The latest packet pair's rate under the path's policy cap, bytes/s (seed 001 §4.1: a
+    /// direct measurement of the bottleneck's spacing); None before one completed.
+    pub pair: Option<f64>,
     /// Smoothed loss fraction.
     pub loss_rate: f64,
     /// Maximum packet size.
@@ -469,6 +472,7 @@ pub(crate) mod test_util {
             in_flight: 0,
             ready_at: ready.map(Timestamp::from_nanos),
             rate: 1e6,
+            pair: None,
             loss_rate: 0.0,
             mtu: 1452,
             admitted: true,
