@@ -2635,6 +2635,31 @@ does not reach the largest holds left (`20kbit/5ms 100mbit/150ms 1mbit/150ms`, 1
 there clears within 100–300 ms, less than the fastest path's round trip plus four variations
 (300–400 ms beside 100 Mbit/s at 150 ms), so a copy would not arrive first and none is sent.
 
+**A fast path EDPF left out as slow** (2026-11-30, in; `scheduler/edpf.rs`,
+`keep_in_order_capable`). A path over a hundred times slower than the others carries no stream
+data. Left out, it is fed only probes, so its estimate rests on samples of a packet or two a
+round trip, counted as saturated (the path was not held back when they left), and cannot rise.
+On the held-out mix `100mbit/20ms 100mbit/150ms 100mbit/20ms` (seed 21) the 150 ms path read
+0.1–0.8 Mbit/s and carried 103 kbit/s for 6.75 s while its packet pair read 98 Mbit/s; it then
+ramped up in BBR's startup after the warm-up and the receiver held 937 packets. The rule now
+takes the larger of a path's estimate and its packet pair as the path's own rate: the path
+ramps from 1 s, 32 packets, efficiency 0.855 → 0.915. Sweeps (as above): held out 70 → 72 of
+90 within 10 packets, summed holds 3690 → 985, efficiency 0.9071 → 0.9097 (`200kbit/50ms
+100mbit/5ms 100mbit/150ms 100mbit/20ms` 694 → 15, `100mbit/20ms 20kbit/50ms 100mbit/150ms` 753
+→ 13, `20mbit/50ms 1mbit/150ms 50kbit/20ms 20mbit/5ms` 216 → 9); sweep 71 → 71, 1999 → 2002,
+efficiency 0.9086 → 0.9094. No other mix moved. On real sockets (`braid lab run` over the same
+three links, 10 s, two runs each, the build before alternated): upload 200.8, 193.3 → 257.3,
+255.9 Mbit/s, download 186.8, 221.9 → 256.6, 256.3. Tried: (1) counting a sample as held back
+when its packet left while the path was held (draft-cheng's send-time marking, not the ACK-time
+one braid uses): sweeps 74 and 71 of 90, summed holds 980 and 1196 (`20kbit/5ms 100mbit/150ms
+1mbit/150ms` 1031 → 0), but paths held at EDPF's bound then read unsaturated for whole windows:
+the 802.11g Fig. 5 row without the shared medium fell 20.29 → 9.03 Mb/s, MMTP sent 101 frames
+late where its test allows 60, and WRR's largest second fell below its test's bound; (2) in
+slow start, outstanding bytes drained at the larger of the estimate and what the latest round
+trip carried (the estimate lags a doubling window, so it reads a queue that is not there): the
+937 hold became 2480 (2184 when only while the latest RTT shows no queue), the startup's real
+overshoot then read as none.
+
 **A stream stalled behind a slow path** (`session/stall.rs`). A path's first window leaves
 before its rate is known; on 20–50 kbit/s ten packets are seconds of queue. Beside 100 Mbit/s
 the stream filled its send buffer with data sent and acknowledged beyond them and stood idle
