@@ -259,6 +259,13 @@ impl CapacityEstimate {
     pub fn packet_pair(&self) -> Option<f64> {
         self.packet_pair.map(|(r, _)| r)
     }
+
+    /// The packet pair if taken within the last [`RATE_WINDOW`], bytes/s: no older than the
+    /// delivery-rate samples it is weighed against. A pair is asked for only while the path is
+    /// not saturated, so a path that slowed down while it carried data keeps its old pair.
+    pub fn recent_pair(&self, now: Timestamp) -> Option<f64> {
+        self.packet_pair.filter(|(_, at)| now.saturating_since(*at) <= RATE_WINDOW).map(|(r, _)| r)
+    }
 }
 
 /// What a path of capacity `capacity` delivers at loss fraction `loss`: S·(1 − p) (seed 000

@@ -330,9 +330,10 @@ impl Path {
         self.max_rate.map_or(rate, |cap| rate.min(cap as f64))
     }
 
-    /// The latest packet pair's rate under the client's cap, bytes/s (None before one).
-    pub fn usable_pair(&self) -> Option<f64> {
-        let pair = self.capacity_estimate.packet_pair()?;
+    /// The packet pair's rate under the client's cap, bytes/s, if taken within the estimate's
+    /// window ([`CapacityEstimate::recent_pair`]).
+    pub fn usable_pair(&self, now: Timestamp) -> Option<f64> {
+        let pair = self.capacity_estimate.recent_pair(now)?;
         Some(self.max_rate.map_or(pair, |cap| pair.min(cap as f64)))
     }
 

@@ -83,8 +83,9 @@ pub struct PathView {
     /// Estimated path capacity, bytes/s: the path's one estimate under its policy cap
     /// ([`crate::path::Path::usable_capacity`], see [`crate::path::capacity`]).
     pub rate: f64,
-    /// The latest packet pair's rate under the path's policy cap, bytes/s (seed 001 §4.1: a
-    /// direct measurement of the bottleneck's spacing); None before one completed.
+    /// The packet pair's rate under the path's policy cap, bytes/s (seed 001 §4.1: a direct
+    /// measurement of the bottleneck's spacing); None unless one completed within the
+    /// capacity estimate's window.
     pub pair: Option<f64>,
     /// Smoothed loss fraction.
     pub loss_rate: f64,

@@ -144,7 +144,7 @@ impl Session {
                 in_flight: outstanding,
                 ready_at: p.ready_at_over(now, bytes as u64, overdraft),
                 rate,
-                pair: p.usable_pair(),
+                pair: p.usable_pair(now),
                 loss_rate: p.scheduler_loss(now, reports),
                 mtu: p.mtu,
                 admitted: p.admitted || !admission,

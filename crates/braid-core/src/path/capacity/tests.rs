@@ -185,3 +185,15 @@ fn a_packet_pair_well_below_a_held_back_sample_reads_low() {
     // Once the held-back sample ages out, the pair again.
     assert_eq!(e.estimate(ms(3100), None, 5.0), 50.0);
 }
+
+#[test]
+fn a_pair_counts_as_recent_for_the_estimate_window_only() {
+    let mut e = CapacityEstimate::default();
+    assert_eq!(e.recent_pair(ms(0)), None);
+    e.on_packet_pair(ms(1_000), 12.5e6);
+    assert_eq!(e.recent_pair(ms(1_000) + RATE_WINDOW), Some(12.5e6));
+    // Older than the delivery-rate samples it would be weighed against: no longer recent,
+    // though it stays the latest pair.
+    assert_eq!(e.recent_pair(ms(1_001) + RATE_WINDOW), None);
+    assert_eq!(e.packet_pair(), Some(12.5e6));
+}
