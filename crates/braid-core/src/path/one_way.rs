@@ -133,7 +133,7 @@ impl OneWay {
     }
 
     /// How much the forward delay varies from sample to sample (RFC 6298's mean deviation
-    /// over forward samples); None before [`SPREAD_SAMPLES`] samples. What deadlines are
+    /// over forward samples); None before `SPREAD_SAMPLES` (8) samples. What deadlines are
     /// judged late by when the receiver reports no jitter: half the RTT variation assumes both
     /// directions vary alike and holds the variation of the route the ACKs return on, which
     /// the receiver picks (a steady 40 ms path whose ACKs came back on a jittery one looked

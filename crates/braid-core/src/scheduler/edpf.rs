@@ -114,12 +114,13 @@ pub const MAX_RATE_RATIO: f64 = 100.0;
 /// path left. Tighter bounds (10, 30) left out paths of equal rate whose capacity estimate
 /// lagged at the start, and lost efficiency (docs/experiments.md, "EDPF reorder on any mix").
 ///
-/// A path's own rate here is the larger of its estimate and its packet pair. A path left out
-/// is fed nothing but probes, so its estimate rests on samples of one or two packets a round
-/// trip and cannot rise on its own; the pair measures the bottleneck directly. On the
-/// estimate alone, a 100 Mbit/s, 150 ms path beside two 100 Mbit/s, 20 ms ones read 0.1–0.8
-/// Mbit/s and carried nothing for 6.75 s, then ramped up after the warm-up and held 937
-/// packets (efficiency 0.855 over 30 s); with the pair it ramps from 1 s (32 packets, 0.915).
+/// A path's own rate here is the larger of its estimate and its recent packet pair
+/// ([`PathView::pair`]). A path left out is fed nothing but probes, so its estimate rests on
+/// samples of one or two packets a round trip and cannot rise on its own; the pair measures
+/// the bottleneck directly. On the estimate alone, a 100 Mbit/s, 150 ms path beside two 100
+/// Mbit/s, 20 ms ones read 0.1–0.8 Mbit/s and carried nothing for 6.75 s, then ramped up after
+/// the warm-up and held 937 packets (efficiency 0.855 over 30 s); with the pair it ramps from
+/// 1 s (32 packets, 0.915).
 pub fn keep_in_order_capable(paths: &mut Candidates<'_>) {
     let total: f64 = paths.iter().map(|p| p.rate).sum();
     let fastest = paths.iter().map(|p| p.rate).fold(0.0, f64::max);
