@@ -61,6 +61,11 @@
 //!   sized from a pair read at the gap floor (11.6 Gbit/s), every stream of an unsaturated
 //!   path filled its 8 MB cap (100 downloads on one server: 640–756 MB resident; sized from
 //!   this, 154–165 MB; `many_sessions`).
+//! * [`CapacityEstimate::recent_pair`], for EDPF's rule that leaves out paths too slow for
+//!   in-order data ([`crate::scheduler::edpf::keep_in_order_capable`]): a path that rule left
+//!   out is fed only probes, its saturated samples are a packet or two a round trip, and they
+//!   outrank the pair here, so the rule weighs the pair (if no older than [`RATE_WINDOW`])
+//!   beside the estimate.
 //! * [`goodput_capacity`]: the estimate less the loss, S·(1 − p) — what a path delivers (seed
 //!   000 Eq. 4's per-path cap, and the "effective bandwidth" its priority striping fills).
 //! * [`weight_filter`]: WRR's weights follow the estimate through one more filter, an EWMA of
