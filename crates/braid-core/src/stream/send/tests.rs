@@ -132,14 +132,21 @@ fn respects_flow_control() {
     assert_eq!(s.next_chunk(|_| 100, 2).unwrap().len, 2);
 }
 
-#[test]
-fn a_full_buffer_held_by_its_head_stalls_and_its_holes_are_queued() {
-    let mut s = SendStream::new(1 << 20);
-    s.write(Bytes::from(vec![7u8; 10_000]));
-    // Ten 1000-byte packets out; the first and the sixth ride a slow path, the rest are acked.
-    for _ in 0..10 {
+/// A stream of `limit` bytes of credit with `bytes` written and `packets` chunks of 1000
+/// bytes sent.
+fn sent_in_packets(limit: u64, bytes: usize, packets: usize) -> SendStream {
+    let mut s = SendStream::new(limit);
+    s.write(Bytes::from(vec![7u8; bytes]));
+    for _ in 0..packets {
         s.next_chunk(|_| 1000, u64::MAX).unwrap();
     }
+    s
+}
+
+#[test]
+fn a_full_buffer_held_by_its_head_stalls_and_its_holes_are_queued() {
+    // Ten 1000-byte packets out; the first and the sixth ride a slow path, the rest are acked.
+    let mut s = sent_in_packets(1 << 20, 10_000, 10);
     for k in [1u64, 2, 3, 4, 6, 7, 8, 9] {
         s.on_acked(k * 1000, 1000, false);
     }
@@ -164,11 +171,7 @@ fn a_full_buffer_held_by_its_head_stalls_and_its_holes_are_queued() {
 
 #[test]
 fn reinjection_is_bounded_and_a_head_waiting_for_credit_stalls() {
-    let mut s = SendStream::new(4000);
-    s.write(Bytes::from(vec![7u8; 10_000]));
-    for _ in 0..4 {
-        s.next_chunk(|_| 1000, u64::MAX).unwrap();
-    }
+    let mut s = sent_in_packets(4000, 10_000, 4);
     s.on_acked(3000, 1000, false);
     // The stream's limit (4000) stops it with data unsent: the head holds it.
     assert_eq!(s.stalled_head(u64::MAX, 1 << 20, 1500), Some(0..1500));
@@ -181,11 +184,7 @@ fn reinjection_is_bounded_and_a_head_waiting_for_credit_stalls() {
 
 #[test]
 fn a_head_is_held_once_the_peer_holds_the_budget_behind_it() {
-    let mut s = SendStream::new(1 << 20);
-    s.write(Bytes::from(vec![7u8; 20_000]));
-    for _ in 0..20 {
-        s.next_chunk(|_| 1000, u64::MAX).unwrap();
-    }
+    let mut s = sent_in_packets(1 << 20, 20_000, 20);
     // Nothing beyond the head acknowledged: nothing held.
     assert_eq!(s.held_head(3000, 64 * 1024), None);
     // One packet far ahead (EDPF sends a slow path's packets ahead): under the budget.
