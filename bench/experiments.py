@@ -2650,8 +2650,8 @@ ramps from 1 s, 32 packets, efficiency 0.855 → 0.915. Sweeps (as above): held 
 efficiency 0.9086 → 0.9094. No other mix moved. On real sockets (`braid lab run` over the same
 three links, 10 s, two runs each, the build before alternated): upload 200.8, 193.3 → 257.3,
 255.9 Mbit/s, download 186.8, 221.9 → 256.6, 256.3. Tried: (1) counting a sample as held back
-when its packet left while the path was held (draft-cheng's send-time marking, not the ACK-time
-one braid uses): sweeps 74 and 71 of 90, summed holds 980 and 1196 (`20kbit/5ms 100mbit/150ms
+when its packet left before what was in flight at the hold was delivered (which also marks
+packets sent before the hold; braid marks by the ACK): sweeps 74 and 71 of 90, summed holds 980 and 1196 (`20kbit/5ms 100mbit/150ms
 1mbit/150ms` 1031 → 0), but paths held at EDPF's bound then read unsaturated for whole windows:
 the 802.11g Fig. 5 row without the shared medium fell 20.29 → 9.03 Mb/s, MMTP sent 101 frames
 late where its test allows 60, and WRR's largest second fell below its test's bound; (2) in
@@ -2659,6 +2659,42 @@ slow start, outstanding bytes drained at the larger of the estimate and what the
 trip carried (the estimate lags a doubling window, so it reads a queue that is not there): the
 937 hold became 2480 (2184 when only while the latest RTT shows no queue), the startup's real
 overshoot then read as none.
+
+**A path whose capacity collapsed** (2026-11-30, in; `path/mod.rs`, `Path::queue_bound`). At
+10 s a 20 Mbit/s path drops to 50 kbit/s beside 100 Mbit/s (`braid sim --scheduler edpf
+--duration 30s --seed 1 --link 100mbit/20ms --link 20mbit/50ms/capacity=20mbit@0s,50kbit@10s`).
+Every input of its estimate kept the old rate: a packet pair is not taken while the path is
+busy, BBR's model filters over ten of the new round trips (seconds each), and the samples of
+what it had queued come a round trip late and count as held back (the hold's mark spans what
+was in flight, a minute at the new rate). The estimate stayed at 19.6 Mbit/s to the end, EDPF
+kept placing packets there that arrived seconds later, and the receiver held 2,027 packets on
+average (at most 5,927). The estimate is now at most twice what the path's own queue allows:
+a queue of q seconds in front of a bottleneck of rate C holds C·q bytes, all outstanding if
+the queue is the path's own, so C ≤ outstanding ÷ q, q taken from the forward one-way delay
+(ACK timestamps: no return route, no clock offset), once q exceeds 100 ms and the minimum RTT,
+and only while the congestion window is full. The run above: 208 packets on average,
+efficiency 0.786 → 0.799; the largest hold stays (5,927: what was queued when the rate fell,
+sent again one hole at a time, `session/stall.rs`; sending twice the holes each time the
+receiver still held changed nothing, 208 → 216). The three 90-mix EDPF sweeps (seeds 7/11/3,
+held-out 5/13/21, and 17/19/23) read the same to the digit: no mix there meets the condition.
+Without the full-window condition a path EDPF holds below its window, whose outstanding bytes
+are what its estimate allows, met a queue not its own and spiralled down (estimate, then
+outstanding, then estimate): `200kbit/20ms 5mbit/150ms` (seed 11) efficiency 0.848 → 0.331,
+and with the RTT instead of the forward delay (a return route's queue counted)
+`200kbit/50ms 100mbit/150ms 200kbit/50ms` 0.781 → 0.091. Also tried: (1) held-back samples
+marked as draft-cheng marks application-limited ones, at send time (packets sent while a hold
+is open, until what was then in flight is delivered): sweeps 71 → 74, 72 → 71 and 70 → 69 of
+90, summed holds 2002 → 2013, 985 → 988 and 1861 → 1837; but on `200kbit/50ms 5mbit/50ms 100mbit/150ms` BBR ended its
+startup at 61 Mbit/s under EDPF's bound and the 100 Mbit/s path stayed there for 13 s
+(efficiency 0.804 → 0.683); (2) in slow start, an in-flight bound of twice the product
+instead of 1.5 times (BBR's window doubles a round, the bound let it grow by half: a 100
+Mbit/s, 150 ms path took 1.7 times the rounds to ramp), with the pipe at least 8 packets and
+another path beside: efficiency +0.0035 in each of the three sweeps, 1031 → 0 on
+`20kbit/5ms 100mbit/150ms 1mbit/150ms`, but mixes within 10 packets 71 → 72, 72 → 72, 70 → 67,
+and the closing figures' whole-run reorder 32 → 139 on `50mbit/5ms` + `10mbit/40ms` +
+`2mbit/80ms` (the startup's deeper queue); real sockets over 100 Mbit/s at 20/150/20 ms
+moved within their spread (upload 254.0, 254.7 → 257.6, 257.2; download 238.0, 252.6 → 246.9,
+258.2 Mbit/s).
 
 **A stream stalled behind a slow path** (`session/stall.rs`). A path's first window leaves
 before its rate is known; on 20–50 kbit/s ten packets are seconds of queue. Beside 100 Mbit/s

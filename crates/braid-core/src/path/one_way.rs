@@ -83,6 +83,8 @@ pub struct OneWay {
     back: MinHistory<i64>,
     /// How much the forward samples vary, without the return route's variation.
     spread: Spread,
+    /// The latest forward sample (forward delay + offset), µs.
+    latest_forward: Option<i64>,
 }
 
 /// RFC 6298's smoothed mean and mean deviation (gains 1/8 and 1/4), kept over a path's forward
@@ -130,6 +132,16 @@ impl OneWay {
         let sample = difference_us(received_us, sent_us);
         self.forward.on_sample(now, (sample, size));
         self.spread.on_sample(sample);
+        self.latest_forward = Some(sample);
+    }
+
+    /// How long the latest forward sample waited beyond the fastest of the window: the queue
+    /// in front of this path's bottleneck, with neither the clock offset (the same in both)
+    /// nor the route the ACKs came back on. None before a sample.
+    pub fn forward_queue(&self) -> Option<Duration> {
+        let (min, _) = self.forward.min()?;
+        let q = self.latest_forward?.saturating_sub(min).max(0);
+        Some(Duration::from_micros(q as u64))
     }
 
     /// How much the forward delay varies from sample to sample (RFC 6298's mean deviation
