@@ -49,7 +49,9 @@
 //! 3. else the largest recent sample of any kind, or the model;
 //! 4. else (nothing measured yet) the pacer's rate without its gain, or the decaying maximum.
 //!
-//! It is at least 1 byte/s, so readers may divide by it.
+//! It is at least 1 byte/s, so readers may divide by it. The path caps it by what its own
+//! queue allows while its window is full ([`crate::path::Path::queue_bound`]): after a
+//! collapse every input above keeps the old rate for many of the new, long round trips.
 //!
 //! **Other quantities** readers need are named accessors here, derived from the same inputs:
 //! * [`CapacityEstimate::drain_rate`], for the silence timer: how fast what is in flight

@@ -7,6 +7,21 @@ fn ms(n: u64) -> Timestamp {
     Timestamp::from_duration(Duration::from_millis(n))
 }
 
+/// An ack-eliciting, in-flight packet of 1000 bytes sent at `at`.
+pub(super) fn packet(pn: u64, at: Timestamp) -> SentPacket {
+    SentPacket {
+        pn,
+        sent_time: at,
+        size: 1000,
+        ack_eliciting: true,
+        in_flight: true,
+        requeued: false,
+        mtu_probe: false,
+        rate: Default::default(),
+        frames: Default::default(),
+    }
+}
+
 /// An active path with `packets` packets of 1000 bytes in flight (more than its window), a
 /// packet pair of 2.5 MB/s (20 Mbit/s), RTT samples of `first_ms`, then `latest_ms`, and
 /// forward one-way samples that differ as much (the later one queued `latest_ms − first_ms`).
@@ -15,17 +30,7 @@ fn loaded(packets: u64, first_ms: u64, latest_ms: u64) -> Path {
     let mut p = Path::new(0, None, addr, PathState::Active, Algorithm::Cubic, 1200, ms(0));
     for i in 0..packets {
         let pn = p.take_pn();
-        p.on_packet_sent(SentPacket {
-            pn,
-            sent_time: ms(i),
-            size: 1000,
-            ack_eliciting: true,
-            in_flight: true,
-            requeued: false,
-            mtu_probe: false,
-            rate: Default::default(),
-            frames: Default::default(),
-        });
+        p.on_packet_sent(packet(pn, ms(i)));
     }
     p.capacity_estimate.on_packet_pair(ms(100), 2.5e6);
     p.rtt.update(Duration::from_millis(first_ms), Duration::ZERO);

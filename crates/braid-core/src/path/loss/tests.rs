@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::cc::Algorithm;
+use crate::path::tests::packet;
 
 const MAD: Duration = Duration::from_millis(25);
 
@@ -64,21 +65,6 @@ fn sending_every(n: u64, gap_ms: u64) -> Path {
         p.on_packet_sent(packet(pn, ms(gap_ms * i)));
     }
     p
-}
-
-/// An ack-eliciting, in-flight packet of 1000 bytes sent at `at`.
-fn packet(pn: u64, at: Timestamp) -> SentPacket {
-    SentPacket {
-        pn,
-        sent_time: at,
-        size: 1000,
-        ack_eliciting: true,
-        in_flight: true,
-        requeued: false,
-        mtu_probe: false,
-        rate: Default::default(),
-        frames: Default::default(),
-    }
 }
 
 fn ack(largest: u64, ranges: &[std::ops::RangeInclusive<u64>], delay_ms: u64) -> AckFrame {
