@@ -2679,14 +2679,14 @@ receiver still held changed nothing, 208 → 216). The three 90-mix EDPF sweeps 
 held-out 5/13/21, and 17/19/23) read the same to the digit: no mix there meets the condition.
 Without the full-window condition a path EDPF holds below its window, whose outstanding bytes
 are what its estimate allows, met a queue not its own and spiralled down (estimate, then
-outstanding, then estimate): `200kbit/20ms 5mbit/150ms` (seed 11) efficiency 0.848 → 0.331,
+outstanding, then estimate): `200kbit/20ms 5mbit/150ms` (`--seed 11`) efficiency 0.848 → 0.331,
 and with the RTT instead of the forward delay (a return route's queue counted)
 `200kbit/50ms 100mbit/150ms 200kbit/50ms` 0.781 → 0.091. Also tried: (1) held-back samples
 marked as draft-cheng marks application-limited ones, at send time (packets sent while a hold
 is open, until what was then in flight is delivered): sweeps 71 → 74, 72 → 71 and 70 → 69 of
-90, summed holds 2002 → 2013, 985 → 988 and 1861 → 1837; but on `200kbit/50ms 5mbit/50ms 100mbit/150ms` BBR ended its
-startup at 61 Mbit/s under EDPF's bound and the 100 Mbit/s path stayed there for 13 s
-(efficiency 0.804 → 0.683); (2) in slow start, an in-flight bound of twice the product
+90, summed holds 2002 → 2013, 985 → 988 and 1861 → 1837; but on `200kbit/50ms 5mbit/50ms
+100mbit/150ms` BBR ended its startup at 61 Mbit/s under EDPF's bound and the 100 Mbit/s path
+stayed there for 13 s (efficiency 0.804 → 0.683); (2) in slow start, an in-flight bound of twice the product
 instead of 1.5 times (BBR's window doubles a round, the bound let it grow by half: a 100
 Mbit/s, 150 ms path took 1.7 times the rounds to ramp), with the pipe at least 8 packets and
 another path beside: efficiency +0.0035 in each of the three sweeps, 1031 → 0 on
