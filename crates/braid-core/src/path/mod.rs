@@ -332,9 +332,11 @@ impl Path {
     /// bound changes none of the 270 mixes of the EDPF sweeps).
     pub fn queue_bound(&self) -> Option<f64> {
         let queue = self.one_way.forward_queue()?;
-        let window_full = self.in_flight + self.mtu as u64 >= self.cc.window();
-        (window_full && queue > QUEUE_BOUND_MIN.max(self.rtt.floor()))
-            .then(|| QUEUE_BOUND_MARGIN * self.outstanding() as f64 / queue.as_secs_f64())
+        // The queue first: it is a field read, the window a controller's call, and it is read
+        // wherever the estimate is (once per path view).
+        (queue > QUEUE_BOUND_MIN.max(self.rtt.floor())
+            && self.in_flight + self.mtu as u64 >= self.cc.window())
+        .then(|| QUEUE_BOUND_MARGIN * self.outstanding() as f64 / queue.as_secs_f64())
     }
 
     /// What this path has shown it carries ([`CapacityEstimate::carried`]), under the
