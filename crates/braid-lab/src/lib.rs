@@ -79,15 +79,19 @@ fn check(file: &std::path::Path) -> anyhow::Result<i32> {
     println!("scenario {} ({})", s.name, file.display());
     for (k, l) in s.links.iter().enumerate() {
         println!(
-            "  link {}: {} one-way {} jitter {} loss {}% queue {}{}{}",
+            "  link {}: {} one-way {} jitter {} loss {}% queue {}{}{}{}",
             k + 1,
-            format_rate(l.rate_bps as f64),
+            format_rate(l.start_rate() as f64),
             format_duration(l.delay),
             format_duration(l.jitter),
             l.loss_percent(),
             format_duration(l.queue_time()),
             l.cut_at().map(|c| format!(" cut at {}", format_duration(c))).unwrap_or_default(),
             l.restore_at().map(|r| format!(" restore at {}", format_duration(r))).unwrap_or_default(),
+            l.rate_changes()
+                .iter()
+                .map(|(at, bps)| format!(" {} at {}", format_rate(*bps as f64), format_duration(*at)))
+                .collect::<String>(),
         );
     }
     for w in &s.workloads {

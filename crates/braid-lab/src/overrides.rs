@@ -87,10 +87,10 @@ pub fn apply(
         }
         if scenario.workloads.iter().any(|w| w.kind == WorkloadKind::Cut) {
             for (k, l) in scenario.links.iter().enumerate() {
-                let last = l.restore_at().or(l.cut_at()).unwrap_or_default();
+                let last = l.schedule_end().unwrap_or_default();
                 if last + std::time::Duration::from_secs(1) > d {
                     bail!(
-                        "--duration {}s is too short for link {}'s cut schedule (ends at {}s)",
+                        "--duration {}s is too short for link {}'s schedule (ends at {}s)",
                         d.as_secs_f64(),
                         k + 1,
                         last.as_secs_f64()

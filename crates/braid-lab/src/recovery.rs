@@ -14,6 +14,10 @@
 //! - `settled`: mean goodput from then to the next event (or the end) ÷ the surviving capacity.
 //!
 //! For each, the worst cut of a run counts.
+//!
+//! A rate change (`capacity=`) scales its link's capacity by the new rate over the start rate;
+//! one that leaves less capacity than before counts as a cut here, one that leaves more as a
+//! restore (against the capacity then in force rather than the full one).
 
 use serde::Serialize;
 
@@ -79,23 +83,45 @@ pub fn mean_over(series: &[Sample], a: f64, b: f64) -> Option<f64> {
     (secs > 1e-9).then(|| bits / secs)
 }
 
-/// Computes the figures of one transfer. `capacity[i]` is link i+1's uncut capacity.
+/// Computes the figures of one transfer. `capacity[i]` is link i+1's uncut capacity at its
+/// start rate.
 pub fn run_times(series: &[Sample], events: &[AppliedEvent], capacity: &[f64]) -> RunTimes {
     let Some(end) = series.last().map(|s| s.end) else {
         return RunTimes::default();
     };
+    // Each link: whether it is up, and its rate as a share of its start rate.
     let mut up = vec![true; capacity.len()];
+    let mut scale = vec![1.0; capacity.len()];
+    let surviving_of = |up: &[bool], scale: &[f64]| -> f64 {
+        capacity.iter().zip(up).zip(scale).filter(|((_, &u), _)| u).map(|((c, _), s)| c * s).sum()
+    };
     let (mut cuts, mut cuts_avg, mut restores) = (Vec::new(), Vec::new(), Vec::new());
     let (mut firsts, mut settled) = (Vec::new(), Vec::new());
     for (k, e) in events.iter().enumerate() {
-        if let Some(slot) = up.get_mut(e.link.wrapping_sub(1)) {
-            *slot = e.action == Action::Restore;
+        let before = surviving_of(&up, &scale);
+        let i = e.link.wrapping_sub(1);
+        match e.action {
+            Action::Cut | Action::Restore => {
+                if let Some(slot) = up.get_mut(i) {
+                    *slot = e.action == Action::Restore;
+                }
+            }
+            Action::Rate { bps, start_bps } => {
+                if let Some(slot) = scale.get_mut(i) {
+                    *slot = bps as f64 / start_bps.max(1) as f64;
+                }
+            }
         }
         let until = events.get(k + 1).map(|n| n.at_s).unwrap_or(end);
-        let surviving: f64 = capacity.iter().zip(&up).filter(|(_, &u)| u).map(|(c, _)| c).sum();
+        let surviving = surviving_of(&up, &scale);
         if surviving <= 0.0 {
             continue;
         }
+        let loses = match e.action {
+            Action::Cut => true,
+            Action::Restore => false,
+            Action::Rate { .. } => surviving < before,
+        };
         let target = RECOVERED_SHARE * surviving;
         let timing = |smooth: bool| {
             let window: Vec<Sample> = series
@@ -109,15 +135,14 @@ pub fn run_times(series: &[Sample], events: &[AppliedEvent], capacity: &[f64]) -
                 None => Timing::NotReached,
             }
         };
-        match e.action {
-            Action::Cut => {
-                cuts.push(timing(false));
-                cuts_avg.push(timing(true));
-                let one = (e.at_s + FIRST_SECOND).min(until);
-                firsts.extend(mean_over(series, e.at_s, one).map(|g| g / surviving));
-                settled.extend(mean_over(series, one, until).map(|g| g / surviving));
-            }
-            Action::Restore => restores.push(timing(true)),
+        if loses {
+            cuts.push(timing(false));
+            cuts_avg.push(timing(true));
+            let one = (e.at_s + FIRST_SECOND).min(until);
+            firsts.extend(mean_over(series, e.at_s, one).map(|g| g / surviving));
+            settled.extend(mean_over(series, one, until).map(|g| g / surviving));
+        } else {
+            restores.push(timing(true));
         }
     }
     let lowest = |v: &[f64]| v.iter().copied().reduce(f64::min);
@@ -189,6 +214,27 @@ mod tests {
         assert!((t.first_second.unwrap() - 0.5).abs() < 1e-9, "{t:?}");
         // Settled: cut 1 from 2 s to 3 s at 5 of 5 (1.0); cut 2 from 5 s to 6 s at 10 of 15.
         assert!((t.settled.unwrap() - 10.0 / 15.0).abs() < 1e-9, "{t:?}");
+    }
+
+    #[test]
+    fn a_rate_drop_counts_as_a_cut_against_the_capacity_left() {
+        // Link 1 (15 at 10 Mbit/s) falls to 2 Mbit/s at 1 s: 3 + 5 left. The transfer gets 4
+        // for 1 s, then 8 for 1 s; link 1 goes back to 10 Mbit/s at 3 s and the transfer to 20.
+        let mut v = vec![20.0; 10];
+        v.extend([4.0; 10]);
+        v.extend([8.0; 10]);
+        v.extend([20.0; 10]);
+        let rate = |bps| Action::Rate { bps, start_bps: 10_000_000 };
+        let ev = [
+            AppliedEvent { link: 1, action: rate(2_000_000), planned_s: 1.0, at_s: 1.0 },
+            AppliedEvent { link: 1, action: rate(10_000_000), planned_s: 3.0, at_s: 3.0 },
+        ];
+        let t = run_times(&flat(&v), &ev, &[15.0, 5.0]);
+        assert!((t.first_second.unwrap() - 0.5).abs() < 1e-9, "{t:?}");
+        assert!((t.settled.unwrap() - 1.0).abs() < 1e-9, "{t:?}");
+        assert!(matches!(t.recovery, Some(Timing::Ms(ms)) if (ms - 1000.0).abs() < 1e-6), "{t:?}");
+        // The rise is a restore, reached at once.
+        assert!(matches!(t.restore, Some(Timing::Ms(ms)) if ms < 1e-6), "{t:?}");
     }
 
     #[test]

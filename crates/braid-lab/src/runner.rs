@@ -45,7 +45,7 @@ pub fn require_root(what: &str) -> Result<()> {
 /// Fails when a program the scenario needs is missing, naming the Debian package.
 fn require_tools(scenario: &Scenario) -> Result<()> {
     let mut need = vec![("ip", "iproute2"), ("tc", "iproute2"), ("iperf3", "iperf3")];
-    if scenario.links.iter().any(|l| l.loss_percent() > 0.0) || scenario.has_cuts() {
+    if scenario.links.iter().any(|l| l.loss_percent() > 0.0 || l.cut_at().is_some()) {
         need.push(("nft", "nftables"));
     }
     if scenario.links.iter().any(|l| l.needs_delay_emulation()) {

@@ -1,6 +1,8 @@
 //! From transfers to table rows: the median of the repeats, the sum of singles, the ratios and
 //! the recovery times.
 
+use std::time::Duration;
+
 use crate::contender::Contender;
 use crate::metrics::{median_index, ratio, TCP_EFFICIENCY};
 use crate::recovery::{describe, median, run_times, RunTimes, Timing};
@@ -48,14 +50,14 @@ pub fn reference_capacity(
                 sources.push(format!("link {i}: tcp-link{i} in {}", w_name(bulk)));
                 return v;
             }
-            if link.cut_at().is_none() {
+            if link.schedule_end().is_none() {
                 if let Some(v) = single(current, i) {
                     sources.push(format!("link {i}: tcp-link{i} in this workload"));
                     return v;
                 }
             }
             sources.push(format!("link {i}: rate x 1448/1514"));
-            link.rate_bps as f64 * TCP_EFFICIENCY
+            link.start_rate() as f64 * TCP_EFFICIENCY
         })
         .collect();
     Capacity { per_link_bps, source: sources.join("; ") }
@@ -65,24 +67,37 @@ fn w_name(w: Option<&WorkloadResult>) -> String {
     w.map(|w| w.name.clone()).unwrap_or_default()
 }
 
-/// The link rate a contender could use during `workload`, weighting each link by the share of
-/// the test it was up (`only` restricts to one link).
+/// The link rate a contender could use during `workload`: each link's rate averaged over the
+/// test, through its rate changes and without the time it was cut (`only` restricts to one
+/// link).
 pub fn available_rate(scenario: &Scenario, workload: &Workload, only: Option<usize>) -> f64 {
-    let dur = workload.duration.as_secs_f64();
+    let dur = workload.duration;
     scenario
         .links
         .iter()
         .enumerate()
         .filter(|(k, _)| only.is_none_or(|i| i == k + 1))
         .map(|(_, l)| {
-            let mut up = 1.0;
-            if workload.kind == WorkloadKind::Cut {
-                if let Some(c) = l.cut_at() {
-                    let back = l.restore_at().map(|r| r.as_secs_f64()).unwrap_or(dur);
-                    up -= ((back.min(dur) - c.as_secs_f64()) / dur).clamp(0.0, 1.0);
-                }
+            if workload.kind != WorkloadKind::Cut {
+                return l.start_rate() as f64;
             }
-            l.rate_bps as f64 * up
+            // The rate is constant between the schedule's times.
+            let mut times: Vec<Duration> = l.rate_changes().iter().map(|(at, _)| *at).collect();
+            times.extend(l.cut_at());
+            times.extend(l.restore_at());
+            times.retain(|t| *t < dur);
+            times.push(Duration::ZERO);
+            times.push(dur);
+            times.sort();
+            times.dedup();
+            let down =
+                |t: Duration| l.cut_at().is_some_and(|c| c <= t && l.restore_at().is_none_or(|r| t < r));
+            let bits: f64 = times
+                .windows(2)
+                .filter(|w| !down(w[0]))
+                .map(|w| l.rate_at(w[0]) as f64 * (w[1] - w[0]).as_secs_f64())
+                .sum();
+            bits / dur.as_secs_f64().max(1e-9)
         })
         .sum()
 }

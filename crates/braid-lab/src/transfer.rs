@@ -1,5 +1,5 @@
-//! One iperf3 transfer through a started contender, with the links' cut schedule applied while
-//! it runs.
+//! One iperf3 transfer through a started contender, with the links' schedule (cuts, restores,
+//! rate changes) applied while it runs.
 //!
 //! Timing: iperf3 reports intervals relative to its own test start, which a parent cannot see.
 //! The lab watches the client namespace's link byte counters instead and takes the moment the
@@ -27,7 +27,7 @@ const POLL: Duration = Duration::from_millis(5);
 /// Extra time beyond the test length before the client is killed.
 const SLACK: Duration = Duration::from_secs(30);
 
-/// Cut or restore.
+/// Cut, restore or a new rate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Action {
@@ -35,6 +35,14 @@ pub enum Action {
     Cut,
     /// Carry traffic again.
     Restore,
+    /// Shape the link to `bps`; `start_bps` is its rate when the transfer started, which the
+    /// lab's capacity of the link was measured at.
+    Rate {
+        /// The new rate, bits per second.
+        bps: u64,
+        /// The link's start rate, bits per second.
+        start_bps: u64,
+    },
 }
 
 /// A planned link event, relative to the transfer start.
@@ -76,7 +84,7 @@ pub struct Transfer {
     pub notes: Vec<String>,
 }
 
-/// The cut schedule of `links`, in time order.
+/// The schedule of `links` (cuts, restores, rate changes after the start), in time order.
 pub fn schedule(links: &[LinkSpec]) -> Vec<PlannedEvent> {
     let mut v = Vec::new();
     for (i, l) in links.iter().enumerate() {
@@ -85,6 +93,10 @@ pub fn schedule(links: &[LinkSpec]) -> Vec<PlannedEvent> {
         }
         if let Some(at) = l.restore_at() {
             v.push(PlannedEvent { link: i + 1, at, action: Action::Restore });
+        }
+        let start_bps = l.start_rate();
+        for &(at, bps) in l.rate_changes() {
+            v.push(PlannedEvent { link: i + 1, at, action: Action::Rate { bps, start_bps } });
         }
     }
     v.sort_by_key(|e| e.at);
@@ -181,6 +193,7 @@ fn run_inner(
                 match e.action {
                     Action::Cut => lab.cut(e.link)?,
                     Action::Restore => lab.restore(e.link)?,
+                    Action::Rate { bps, .. } => lab.set_rate(e.link, bps)?,
                 }
                 applied.push(AppliedEvent {
                     link: e.link,
@@ -232,8 +245,11 @@ mod tests {
         let mut b = a.clone();
         a.down = vec![(s(10), s(12))];
         b.down = vec![(s(5), crate::scenario::NEVER)];
-        let s = schedule(&[a, b]);
+        let c = LinkSpec::parse("20mbit/5ms/capacity=10mbit@0s,50kbit@11s").unwrap();
+        let s = schedule(&[a, b, c]);
         let v: Vec<(usize, u64, Action)> = s.iter().map(|e| (e.link, e.at.as_secs(), e.action)).collect();
-        assert_eq!(v, [(2, 5, Action::Cut), (1, 10, Action::Cut), (1, 12, Action::Restore)]);
+        let slower = Action::Rate { bps: 50_000, start_bps: 10_000_000 };
+        // The rate at 0 s is the shaper's start, not an event.
+        assert_eq!(v, [(2, 5, Action::Cut), (1, 10, Action::Cut), (3, 11, slower), (1, 12, Action::Restore)]);
     }
 }

@@ -295,7 +295,9 @@ fn parse_ge(v: &str) -> Result<GilbertElliott, String> {
     })
 }
 
-fn parse_capacity(v: &str) -> Result<Vec<(Duration, u64)>, String> {
+/// A `capacity=` schedule, `RATE@TIME,RATE@TIME,...` (`20mbit@0s,50kbit@10s`), sorted by time
+/// (the lab reads the same text from its own `capacity` key).
+pub fn parse_capacity(v: &str) -> Result<Vec<(Duration, u64)>, String> {
     parse_schedule(v, "capacity '{}' must be RATE@TIME, e.g. 4mbit@20s", parse_rate)
 }
 

@@ -24,6 +24,8 @@ pub fn summary(report: &LabReport, checks: &[String]) -> Value {
                 "queue_ms": l.queue_time().as_secs_f64() * 1e3,
                 "cut_at_s": l.cut_at().map(|d| d.as_secs_f64()),
                 "restore_at_s": l.restore_at().map(|d| d.as_secs_f64()),
+                "start_rate_bps": l.start_rate(),
+                "rate_changes": l.rate_changes().iter().map(|(at, bps)| json!({"at_s": at.as_secs_f64(), "bps": bps})).collect::<Vec<_>>(),
             })
         })
         .collect();

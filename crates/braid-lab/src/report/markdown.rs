@@ -45,19 +45,22 @@ pub fn render(report: &LabReport, svgs: &[(String, String)], checks: &[String]) 
 
 fn links_table(report: &LabReport) -> String {
     let mut o = String::from(
-        "## Links\n\n| link | client / server | rate | one-way delay | jitter | loss | queue | cut / restore |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n",
+        "## Links\n\n| link | client / server | rate | one-way delay | jitter | loss | queue | cut / restore; rate changes |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n",
     );
     for (k, l) in report.scenario.links.iter().enumerate() {
         let i = k + 1;
-        let cut = match (l.cut_at(), l.restore_at()) {
+        let mut cut = match (l.cut_at(), l.restore_at()) {
             (Some(c), Some(r)) => format!("{} / {}", format_duration(c), format_duration(r)),
             (Some(c), None) => format!("{} / —", format_duration(c)),
             _ => "—".into(),
         };
+        for (at, bps) in l.rate_changes() {
+            let _ = write!(cut, "; {} at {}", format_rate(*bps as f64), format_duration(*at));
+        }
         let _ = writeln!(
             o,
             "| {i} | 10.0.{i}.1 / 10.0.{i}.2 | {} | {} | {} | {}% | {} | {cut} |",
-            format_rate(l.rate_bps as f64),
+            format_rate(l.start_rate() as f64),
             format_duration(l.delay),
             format_duration(l.jitter),
             l.loss_percent(),

@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use crate::iperf::Sample;
+use crate::scenario::units::format_rate;
 use crate::transfer::{Action, AppliedEvent};
 
 const W: f64 = 860.0;
@@ -102,6 +103,9 @@ pub fn render(title: &str, lines: &[Line], events: &[AppliedEvent]) -> String {
         let (color, label) = match e.action {
             Action::Cut => ("#d62728", format!("cut link {}", e.link)),
             Action::Restore => ("#2ca02c", format!("restore link {}", e.link)),
+            Action::Rate { bps, .. } => {
+                ("#9467bd", format!("link {} at {}", e.link, format_rate(bps as f64)))
+            }
         };
         let _ = writeln!(
             o,

@@ -16,6 +16,7 @@
 //! queue = "100ms"              # optional, bottleneck queue depth in time at the link rate
 //! cut_at = "10s"               # optional, only used by workloads of kind "cut"
 //! restore_at = "20s"           # optional, needs cut_at
+//! capacity = "50kbit@10s"      # optional rate changes RATE@TIME,... (cut workloads, as cuts)
 //!
 //! [[workload]]
 //! kind = "bulk"                # bulk | cbr | cut
@@ -83,12 +84,13 @@ pub struct ShareSpec {
 }
 
 /// One emulated link: the simulator's link spec, of which the lab emulates the rate (htb), the
-/// one-way delay and jitter (VDE wirefilter), random loss (nftables), the queue (bfifo) and one
-/// outage per link (a `cut` workload); the parser refuses the other options.
+/// one-way delay and jitter (VDE wirefilter), random loss (nftables), the queue (bfifo), one
+/// outage per link and rate changes (`capacity=`, htb's rate changed in place), the last two
+/// during a `cut` workload; the parser refuses the other options.
 pub use braid_sim::LinkSpec;
 
 /// The link options the lab can emulate (names as in a link spec string).
-pub const LAB_OPTIONS: &[&str] = &["jitter", "loss", "queue", "down"];
+pub const LAB_OPTIONS: &[&str] = &["jitter", "loss", "queue", "down", "capacity"];
 
 /// What the lab reads of a [`LinkSpec`] beyond its fields.
 pub trait LabLink {
@@ -98,6 +100,13 @@ pub trait LabLink {
     fn cut_at(&self) -> Option<Duration>;
     /// When a `cut` workload restores it (None: it stays down).
     fn restore_at(&self) -> Option<Duration>;
+    /// The rate a transfer starts at (what htb is set to when the link is built; a `capacity=`
+    /// entry at 0 s overrides the link's rate).
+    fn start_rate(&self) -> u64;
+    /// The rate changes a `cut` workload applies after the start: (when, bits per second).
+    fn rate_changes(&self) -> &[(Duration, u64)];
+    /// When this link's schedule (cut, restore, rate changes) ends; None without one.
+    fn schedule_end(&self) -> Option<Duration>;
     /// Whether this link needs the VDE path (user-space delay) rather than a plain veth pair.
     fn needs_delay_emulation(&self) -> bool;
     /// The bottleneck queue (bfifo) as time at the link rate.
@@ -118,6 +127,21 @@ impl LabLink for LinkSpec {
 
     fn restore_at(&self) -> Option<Duration> {
         self.down.first().map(|(_, to)| *to).filter(|to| *to != NEVER)
+    }
+
+    fn start_rate(&self) -> u64 {
+        self.rate_at(Duration::ZERO)
+    }
+
+    fn rate_changes(&self) -> &[(Duration, u64)] {
+        let first_later =
+            self.capacity.iter().position(|(at, _)| !at.is_zero()).unwrap_or(self.capacity.len());
+        &self.capacity[first_later..]
+    }
+
+    fn schedule_end(&self) -> Option<Duration> {
+        let last_change = self.rate_changes().last().map(|(at, _)| *at);
+        self.restore_at().or(self.cut_at()).max(last_change)
     }
 
     fn needs_delay_emulation(&self) -> bool {
@@ -142,7 +166,8 @@ pub enum WorkloadKind {
         /// UDP payload bytes per packet.
         packet_size: u32,
     },
-    /// Bulk TCP while the links' `cut_at` / `restore_at` schedule is applied; measures recovery.
+    /// Bulk TCP while the links' schedule (`cut_at` / `restore_at`, `capacity`) is applied;
+    /// measures recovery.
     Cut,
 }
 
@@ -240,11 +265,6 @@ impl Scenario {
     /// How many links leave from the client's own namespace (all but the neighbours').
     pub fn own_links(&self) -> usize {
         self.links.len() - self.share.map_or(0, |s| s.neighbours)
-    }
-
-    /// Whether any link has a cut schedule.
-    pub fn has_cuts(&self) -> bool {
-        self.links.iter().any(|l| l.cut_at().is_some())
     }
 }
 

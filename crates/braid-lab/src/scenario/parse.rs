@@ -12,7 +12,7 @@ use super::{
     Checks, Contenders, Direction, LabLink, LinkSpec, Scenario, ShareSpec, Workload, WorkloadKind,
     LAB_OPTIONS, MAX_LINKS, NEVER,
 };
-use braid_sim::link::QueueLimit;
+use braid_sim::link::{parse_capacity, QueueLimit};
 
 const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 const DEFAULT_QUEUE: Duration = Duration::from_millis(100);
@@ -77,6 +77,8 @@ struct RawLink {
     queue: Option<Spanned<String>>,
     cut_at: Option<Spanned<String>>,
     restore_at: Option<Spanned<String>>,
+    /// Rate changes, `RATE@TIME,...` (the simulator's `capacity=`).
+    capacity: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -275,7 +277,7 @@ fn parse_link(src: &Source, index: usize, raw: &Spanned<RawLink>) -> Result<Link
     let l = raw.get_ref();
     let what = |field: &str| format!("link {index}: {field}");
     if let Some(spec) = &l.spec {
-        let others = [&l.rate, &l.delay, &l.jitter, &l.queue, &l.cut_at, &l.restore_at];
+        let others = [&l.rate, &l.delay, &l.jitter, &l.queue, &l.cut_at, &l.restore_at, &l.capacity];
         if others.iter().any(|o| o.is_some()) || l.loss.is_some() {
             return Err(src.err(&raw.span(), what("give either spec or the separate keys, not both")));
         }
@@ -294,6 +296,9 @@ fn parse_link(src: &Source, index: usize, raw: &Spanned<RawLink>) -> Result<Link
     link.queue = QueueLimit::Time(opt_dur(&l.queue, "queue")?.unwrap_or(DEFAULT_QUEUE));
     let cut_at = opt_dur(&l.cut_at, "cut_at")?;
     let restore_at = opt_dur(&l.restore_at, "restore_at")?;
+    if let Some(v) = &l.capacity {
+        link.capacity = parse_capacity(v.get_ref()).map_err(|e| src.err(&v.span(), what(&e)))?;
+    }
     if let Some(v) = &l.loss {
         let parsed = match v.get_ref() {
             NumOrText::Num(n) => check_percent(*n),
@@ -318,6 +323,7 @@ fn parse_link(src: &Source, index: usize, raw: &Spanned<RawLink>) -> Result<Link
             "delay" => l.delay.as_ref().map(|v| v.span()),
             "queue" => l.queue.as_ref().map(|v| v.span()),
             "loss" => l.loss.as_ref().map(|v| v.span()),
+            "capacity" => l.capacity.as_ref().map(|v| v.span()),
             _ => None,
         };
         src.err(&span.unwrap_or(raw.span()), what(&e))
@@ -325,11 +331,21 @@ fn parse_link(src: &Source, index: usize, raw: &Spanned<RawLink>) -> Result<Link
     Ok(link)
 }
 
-/// What the lab can emulate of a link: the rate its forwarder shapes, a delay and queue within
-/// bounds, loss up to 50 %, one outage, and none of the simulator-only options.
+/// What the lab can emulate of a link: the rate its forwarder shapes (and rate changes), a
+/// delay and queue within bounds, loss up to 50 %, one outage, and none of the simulator-only
+/// options.
 fn check_lab_link(link: &LinkSpec) -> Result<(), (&'static str, String)> {
     if !(1000..=10_000_000_000).contains(&link.rate_bps) {
         return Err(("rate", format!("rate {} bit/s is outside 1kbit..10gbit", link.rate_bps)));
+    }
+    if let Some((_, r)) = link.capacity.iter().find(|(_, r)| !(1000..=10_000_000_000).contains(r)) {
+        return Err((
+            "capacity",
+            format!("capacity {r} bit/s is outside 1kbit..10gbit (cut_at stops a link)"),
+        ));
+    }
+    if link.capacity.windows(2).any(|w| w[0].0 == w[1].0) {
+        return Err(("capacity", "capacity gives two rates for the same time".into()));
     }
     if link.delay > Duration::from_secs(5) {
         return Err(("delay", "delay above 5s is not supported".into()));
@@ -462,31 +478,33 @@ fn check_cuts(
     workloads: &[Workload],
 ) -> Result<(), ScenarioError> {
     let cut_workloads: Vec<&Workload> = workloads.iter().filter(|w| w.kind == WorkloadKind::Cut).collect();
-    let any_cut = links.iter().any(|l| l.cut_at().is_some());
-    if any_cut && cut_workloads.is_empty() {
-        let i = links.iter().position(|l| l.cut_at().is_some()).unwrap_or(0);
+    let any_event = links.iter().any(|l| l.schedule_end().is_some());
+    if any_event && cut_workloads.is_empty() {
+        let i = links.iter().position(|l| l.schedule_end().is_some()).unwrap_or(0);
         return Err(src.err(
             &raw_links.get_ref()[i].span(),
             format!(
-                "link {} has cut_at but no workload has kind = \"cut\" (the schedule would never run)",
+                "link {} has cut_at or a capacity change but no workload has kind = \"cut\" (the schedule would never run)",
                 i + 1
             ),
         ));
     }
-    if !any_cut && !cut_workloads.is_empty() {
-        return Err(src.err_no_line("a workload has kind = \"cut\" but no link has cut_at"));
+    if !any_event && !cut_workloads.is_empty() {
+        return Err(
+            src.err_no_line("a workload has kind = \"cut\" but no link has cut_at or a capacity change")
+        );
     }
     if !links.iter().any(|l| l.cut_at().is_none() || l.restore_at().is_some()) {
         return Err(src.err(&raw_links.span(), "every link is cut and none restored: nothing would survive"));
     }
     for w in cut_workloads {
         for (i, l) in links.iter().enumerate() {
-            let last = l.restore_at().or(l.cut_at()).unwrap_or(Duration::ZERO);
+            let last = l.schedule_end().unwrap_or(Duration::ZERO);
             if last + Duration::from_secs(1) > w.duration {
                 return Err(src.err(
                     &raw_links.get_ref()[i].span(),
                     format!(
-                        "link {}: the cut schedule must end at least 1s before the cut workload's duration ({}s)",
+                        "link {}: the schedule must end at least 1s before the cut workload's duration ({}s)",
                         i + 1,
                         w.duration.as_secs_f64()
                     ),

@@ -24,6 +24,7 @@ fn shipped_scenarios_parse() {
         ("cut", include_str!("../../../../lab/cut.toml")),
         ("ci", include_str!("../../../../lab/ci.toml")),
         ("share", include_str!("../../../../lab/share.toml")),
+        ("collapse", include_str!("../../../../lab/collapse.toml")),
     ];
     for (name, text) in files {
         let s = parse_scenario(name, text, name).unwrap_or_else(|e| panic!("{e}"));
@@ -114,6 +115,39 @@ fn a_spec_string_is_the_same_link_as_the_keys() {
         (b.links[0].cut_at(), b.links[0].restore_at()),
         (Some(Duration::from_secs(3)), Some(Duration::from_secs(6)))
     );
+}
+
+#[test]
+fn a_capacity_schedule_is_a_key_or_a_spec_option_and_runs_in_cut_workloads() {
+    let keys = "[[link]]\nrate = \"20mbit\"\ndelay = \"25ms\"\ncapacity = \"20mbit@0s,50kbit@10s\"\n\
+                [[link]]\nrate = \"100mbit\"\n[[workload]]\nkind = \"cut\"\nduration = \"20s\"\n";
+    let spec =
+        "[[link]]\nspec = \"20mbit/25ms/capacity=20mbit@0s,50kbit@10s\"\n[[link]]\nrate = \"100mbit\"\n\
+                [[workload]]\nkind = \"cut\"\nduration = \"20s\"\n";
+    let (a, b) = (parse(keys).unwrap(), parse(spec).unwrap());
+    assert_eq!(a.links, b.links);
+    let l = &a.links[0];
+    assert_eq!(l.start_rate(), 20_000_000);
+    assert_eq!(l.rate_changes(), [(Duration::from_secs(10), 50_000)]);
+    assert_eq!(l.schedule_end(), Some(Duration::from_secs(10)));
+    assert_eq!(a.links[1].schedule_end(), None);
+    // Only a cut workload applies a schedule; it must end a second before the workload.
+    let (line, msg) = error("[[link]]\nrate = \"1mbit\"\ncapacity = \"10kbit@2s\"\n");
+    assert_eq!(line, Some(1), "{msg}");
+    assert!(msg.contains("no workload has kind = \"cut\""), "{msg}");
+    let (_, msg) = error(
+        "[[link]]\nrate = \"1mbit\"\ncapacity = \"10kbit@9.5s\"\n[[workload]]\nkind = \"cut\"\nduration = \"10s\"\n",
+    );
+    assert!(msg.contains("at least 1s before"), "{msg}");
+    for (text, want) in [
+        ("[[link]]\nrate = \"1mbit\"\ncapacity = \"500bit@2s\"\n", "outside 1kbit..10gbit"),
+        ("[[link]]\nrate = \"1mbit\"\ncapacity = \"1mbit@2s,2mbit@2s\"\n", "same time"),
+        ("[[link]]\nrate = \"1mbit\"\ncapacity = \"1mbit\"\n", "RATE@TIME"),
+    ] {
+        let (line, msg) = error(text);
+        assert_eq!(line, Some(3), "{text:?}: {msg}");
+        assert!(msg.contains(want), "{text:?}: {msg}");
+    }
 }
 
 #[test]

@@ -48,6 +48,8 @@ pub struct Lab {
     namespaces: Vec<String>,
     dir_created: bool,
     cut: Vec<bool>,
+    /// Links whose rate a schedule changed (set back by [`Lab::restore_all`]).
+    rate_changed: Vec<bool>,
     torn_down: bool,
 }
 
@@ -80,6 +82,7 @@ impl Lab {
             namespaces: Vec::new(),
             dir_created: false,
             cut: vec![false; links.len()],
+            rate_changed: vec![false; links.len()],
             torn_down: false,
         };
         lab.setup()?;
@@ -246,11 +249,26 @@ impl Lab {
         Ok(())
     }
 
-    /// Restores every cut link.
+    /// Shapes link `i` (1-based) to `bps` at both ends (a `capacity=` change).
+    pub fn set_rate(&mut self, i: usize, bps: u64) -> Result<()> {
+        for (ns, dev) in self.ends(i) {
+            let mut args = vec!["tc".to_string(), "-n".into(), ns];
+            args.extend(shape::rate_command(&dev, bps));
+            cmd::run_ok(&args.iter().map(String::as_str).collect::<Vec<_>>())?;
+        }
+        self.rate_changed[i - 1] = true;
+        Ok(())
+    }
+
+    /// Restores every cut link and sets every changed rate back to the link's start rate.
     pub fn restore_all(&mut self) -> Result<()> {
         for i in 1..=self.links.len() {
             if self.cut[i - 1] {
                 self.restore(i)?;
+            }
+            if self.rate_changed[i - 1] {
+                self.set_rate(i, self.links[i - 1].start_rate())?;
+                self.rate_changed[i - 1] = false;
             }
         }
         Ok(())
