@@ -2696,6 +2696,30 @@ and the closing figures' whole-run reorder 32 → 139 on `50mbit/5ms` + `10mbit/
 moved within their spread (upload 254.0, 254.7 → 257.6, 257.2; download 238.0, 252.6 → 246.9,
 258.2 Mbit/s).
 
+**The collapse on real links, and a cap tried and backed out** (2026-12-01, out). With the
+bound above, the estimate read 19.6 Mbit/s again at 12.5 s in that run: once the bound lowered
+it, EDPF stopped filling the path, its window had room, and the bound no longer applied. On
+real links that showed as bursts: `braid lab run lab/collapse.toml` (the lab now changes a
+link's rate mid-run, `capacity=`; 100 Mbit/s at 20 ms beside 20 Mbit/s at 50 ms falling to 50
+kbit/s at 8 s, 24 s, `--contenders braid:edpf --repeats 3`): from 11 s to the end, every one of
+six runs (three each way) had seconds below 75 Mbit/s against the surviving 95 (1–6 such
+seconds, the lowest 15–72); median goodput 91.96 up, 92.94 down. Tried: under EDPF, the bound
+kept as a cap while the forward queue stands (recomputed from each sample, also when the window
+has room; set only where it binds, with the window full), and when it is first set the path's
+outstanding frames sent over the other paths, as for a silent path. The simulator run: mean
+hold 208 → 67 packets, efficiency 0.799 → 0.825 (the cap held at its last full-window value,
+no stranding: 109, 0.819); the three sweeps identical mix by mix. Real links, first build: 94.52
+up, 95.64 down, every run at 94–95 Mbit/s each second from 11 s on, the 100 ms recovery rule
+met in 1.69–2.89 s where it was met in no run before. But rerun with the final build (the same
+code under EDPF), one upload of three fell to 27.21 Mbit/s with seconds of nothing from 18 s on,
+and two more runs were bursty again. Those three runs are the ones where the sending side
+marked the collapsing path suspect (its ACKs stopped for a while) and recovered it; in the
+first six it never did. Backed out: a stall that main does not show needs its cause first.
+Also tried: the cap set wherever the bound applied moved 28 of the 90 sweep mixes (within 10
+packets 71 → 66, 72 → 69, 70 → 64); the cap for every scheduler cost WRR a quarter of seed 002
+Fig. 7's 70–90 s phase (7.77 → 5.76 Mb/s, a queue of background traffic's); the cap frozen at
+its first value let stranding empty the window and EDPF fill the path again (mean hold 633).
+
 **A stream stalled behind a slow path** (`session/stall.rs`). A path's first window leaves
 before its rate is known; on 20–50 kbit/s ten packets are seconds of queue. Beside 100 Mbit/s
 the stream filled its send buffer with data sent and acknowledged beyond them and stood idle
