@@ -2714,7 +2714,10 @@ met in 1.69–2.89 s where it was met in no run before. But rerun with the final
 code under EDPF), one upload of three fell to 27.21 Mbit/s with seconds of nothing from 18 s on,
 and two more runs were bursty again. Those three runs are the ones where the sending side
 marked the collapsing path suspect (its ACKs stopped for a while) and recovered it; in the
-first six it never did. Backed out: a stall that main does not show needs its cause first.
+first six it never did. Three more uploads with the final build: the one with such a suspect
+was bursty again (lowest second 24 Mbit/s), the two without carried 91–95 each second from 11 s.
+Over the fifteen runs of the change, all four with a sender-side suspect were bursty or
+stalled, all eleven without were steady. Backed out: a stall that main does not show needs its cause first.
 Also tried: the cap set wherever the bound applied moved 28 of the 90 sweep mixes (within 10
 packets 71 → 66, 72 → 69, 70 → 64); the cap for every scheduler cost WRR a quarter of seed 002
 Fig. 7's 70–90 s phase (7.77 → 5.76 Mb/s, a queue of background traffic's); the cap frozen at
