@@ -97,6 +97,9 @@ pub const RAISE_INTERVAL: Duration = Duration::from_secs(600);
 pub const RATE_INTERVAL: Duration = Duration::from_millis(200);
 /// An arrival rate older than this no longer stands (five [`RATE_INTERVAL`]s).
 pub const RATE_STALE: Duration = Duration::from_secs(1);
+/// The queueing delay below which `Path::queue_bound` does not apply: what jitter and a
+/// controller's probing add to an RTT.
+pub const QUEUE_BOUND_MIN: Duration = Duration::from_millis(100);
 /// How often at most a path's ACKs carry the receiver's clock (ACK_TS). Measured: with a stamp
 /// (8 bytes) on every ACK, seed 003's ACKs offloaded to a 1 Mbit/s 3G left the Wi-Fi 17 → 44 %
 /// below its same-path rate (docs/experiments.md, Fig. 5 without the shared medium); at this

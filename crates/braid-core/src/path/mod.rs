@@ -31,9 +31,6 @@ use sent::{SentPacket, SentPackets};
 use std::net::SocketAddr;
 use std::time::Duration;
 
-/// The queueing delay below which [`Path::queue_bound`] does not apply: what jitter and a
-/// controller's probing add to an RTT.
-pub const QUEUE_BOUND_MIN: Duration = Duration::from_millis(100);
 /// The margin [`Path::queue_bound`] allows over the rate the queue implies.
 pub const QUEUE_BOUND_MARGIN: f64 = 2.0;
 
@@ -314,7 +311,8 @@ impl Path {
     /// peer ([`one_way::OneWay::forward_queue`]), bytes/s: a queue of `q` seconds in front of
     /// a bottleneck of rate C holds C·q bytes; if the queue is the path's own, they are part of
     /// what it has outstanding, so C ≤ outstanding ÷ q. Taken with a margin of
-    /// [`QUEUE_BOUND_MARGIN`], once the queue is longer than [`QUEUE_BOUND_MIN`] and than the
+    /// [`QUEUE_BOUND_MARGIN`], once the queue is longer than
+    /// [`crate::timing::QUEUE_BOUND_MIN`] and than the
     /// minimum RTT, and only while the path's congestion window is full: a queue the path made
     /// itself never binds it; a rate the path no longer has does.
     ///
@@ -334,7 +332,7 @@ impl Path {
         let queue = self.one_way.forward_queue()?;
         // The queue first: it is a field read, the window a controller's call, and it is read
         // wherever the estimate is (once per path view).
-        (queue > QUEUE_BOUND_MIN.max(self.rtt.floor())
+        (queue > crate::timing::QUEUE_BOUND_MIN.max(self.rtt.floor())
             && self.in_flight + self.mtu as u64 >= self.cc.window())
         .then(|| QUEUE_BOUND_MARGIN * self.outstanding() as f64 / queue.as_secs_f64())
     }

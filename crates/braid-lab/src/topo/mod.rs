@@ -252,9 +252,7 @@ impl Lab {
     /// Shapes link `i` (1-based) to `bps` at both ends (a `capacity=` change).
     pub fn set_rate(&mut self, i: usize, bps: u64) -> Result<()> {
         for (ns, dev) in self.ends(i) {
-            let mut args = vec!["tc".to_string(), "-n".into(), ns];
-            args.extend(shape::rate_command(&dev, bps));
-            cmd::run_ok(&args.iter().map(String::as_str).collect::<Vec<_>>())?;
+            shape::set_rate(&ns, &dev, bps)?;
         }
         self.rate_changed[i - 1] = true;
         Ok(())

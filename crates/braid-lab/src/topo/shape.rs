@@ -18,6 +18,12 @@ pub fn tc_commands(dev: &str, link: &LinkSpec) -> Vec<Vec<String>> {
     ]
 }
 
+/// Sets the shaper [`shape`] installed on `dev` in namespace `ns` to `bps` (a `capacity=`
+/// change).
+pub fn set_rate(ns: &str, dev: &str, bps: u64) -> Result<()> {
+    tc(ns, &rate_command(dev, bps))
+}
+
 /// The tc command (without the `tc -n NS` prefix) that sets `dev`'s shaper to `bps`.
 pub fn rate_command(dev: &str, bps: u64) -> Vec<String> {
     class_command("change", dev, bps)
@@ -37,10 +43,16 @@ pub fn shape(ns: &str, dev: &str, link: &LinkSpec) -> Result<()> {
     // Not every device supports every offload flag; a refusal is harmless.
     let _ = cmd::in_ns(ns, &["ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off"]);
     for c in tc_commands(dev, link) {
-        let mut args = vec!["tc", "-n", ns];
-        args.extend(c.iter().map(String::as_str));
-        cmd::run_ok(&args)?;
+        tc(ns, &c)?;
     }
+    Ok(())
+}
+
+/// Runs `tc -n NS` with `words`.
+fn tc(ns: &str, words: &[String]) -> Result<()> {
+    let mut args = vec!["tc", "-n", ns];
+    args.extend(words.iter().map(String::as_str));
+    cmd::run_ok(&args)?;
     Ok(())
 }
 
