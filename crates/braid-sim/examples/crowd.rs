@@ -20,7 +20,9 @@ fn main() -> Result<(), String> {
     let secs: f64 = arg(2, "20").parse().map_err(|e| format!("seconds: {e}"))?;
     let seed: u64 = arg(3, "1").parse().map_err(|e| format!("seed: {e}"))?;
     let congestion = arg(4, "bbr").parse().map_err(|e| format!("congestion: {e}"))?;
-    let session = SessionConfig { congestion, ..SessionConfig::default() };
+    // The cipher of `braid sim` (a run's figures do not depend on it; its wall time does).
+    let cipher = braid_core::crypto::aead::Cipher::Aes256Gcm;
+    let session = SessionConfig { congestion, cipher, ..SessionConfig::default() };
     let cfg = CrowdConfig {
         sessions,
         link,

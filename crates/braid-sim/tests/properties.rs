@@ -117,6 +117,32 @@ fn same_seed_same_bytes() {
     assert_ne!(run(&other).unwrap().wire_digest, a.wire_digest);
 }
 
+/// The cipher changes the bytes on the wire, not a figure: `braid sim` runs AES-256-GCM for
+/// speed and reports the figures ChaCha20-Poly1305 gives (the daemon picks either by CPU).
+#[test]
+fn the_cipher_changes_the_bytes_not_the_figures() {
+    use braid_core::crypto::aead::Cipher;
+    let links = vec![
+        LinkSpec::parse("8mbit/10ms/loss=1%/jitter=3ms").unwrap(),
+        LinkSpec::parse("3mbit/30ms/reorder=2%/down=1s-1.5s").unwrap(),
+    ];
+    let figures = |cipher| {
+        let mut cfg = config(links.clone(), 42, 400_000, 3);
+        cfg.session.cipher = cipher;
+        let report = run(&cfg).unwrap();
+        let mut v = serde_json::to_value(&report).unwrap();
+        let o = v.as_object_mut().unwrap();
+        for volatile in ["wall_s", "speedup"] {
+            o.remove(volatile);
+        }
+        (o.remove("wire_digest").unwrap(), v)
+    };
+    let (aes_wire, aes) = figures(Cipher::Aes256Gcm);
+    let (chacha_wire, chacha) = figures(Cipher::ChaCha20Poly1305);
+    assert_ne!(aes_wire, chacha_wire, "the ciphers sealed the same bytes");
+    assert_eq!(aes, chacha);
+}
+
 #[test]
 fn all_links_cut_for_good_ends_with_idle_timeout() {
     let mut l = LinkSpec::parse("5mbit/10ms").unwrap();
