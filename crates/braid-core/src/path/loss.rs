@@ -60,6 +60,7 @@ impl Path {
             if let Some(t) = ack.timestamp_us {
                 let received_us = t.saturating_sub(ack.ack_delay_us);
                 self.one_way.on_forward(now, largest.sent_time.as_micros(), received_us, largest.size);
+                self.on_forward_sample(now);
             }
             if newly.iter().any(|p| p.ack_eliciting) {
                 let sample = now - largest.sent_time;

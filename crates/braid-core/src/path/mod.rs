@@ -146,6 +146,12 @@ pub struct Path {
     pub base_rtt: BaseRtt,
     /// Forward and return legs from the peer's ACK timestamps.
     pub one_way: one_way::OneWay,
+    /// The latest [`Path::queue_bound`] taken while the window was full, kept while the
+    /// queue stands ([`Path::on_forward_sample`]).
+    queue_cap: Option<f64>,
+    /// Whether the cap is kept: the session schedules some traffic by EDPF, which plans
+    /// arrival times by the capacity (set by the session before each ACK).
+    pub keep_queue_cap: bool,
     /// Congestion controller.
     pub cc: Box<dyn Controller>,
     /// Saved controller state while suspect (blackout freeze).
@@ -240,6 +246,8 @@ impl Path {
             rtt: RttEstimator::default(),
             base_rtt: BaseRtt::default(),
             one_way: one_way::OneWay::default(),
+            queue_cap: None,
+            keep_queue_cap: false,
             cc: algorithm.build(mtu as u64),
             frozen_cc: None,
             pacer: Pacer::new(mtu as u64),
@@ -302,9 +310,59 @@ impl Path {
     ///
     /// It is at most what the path's own queue allows ([`Path::queue_bound`]).
     pub fn capacity(&self, now: Timestamp) -> f64 {
+        let estimate = self.unbounded_capacity(now);
+        let bound = [self.queue_bound(), self.queue_cap].into_iter().flatten().reduce(f64::min);
+        bound.map_or(estimate, |b| estimate.min(b).max(1.0))
+    }
+
+    /// The capacity estimate before [`Path::queue_bound`] and the cap it leaves.
+    fn unbounded_capacity(&self, now: Timestamp) -> f64 {
         let model = if self.monitor.long_train { None } else { self.cc.bandwidth() };
-        let estimate = self.capacity_estimate.estimate(now, model, self.pacer.rate());
-        self.queue_bound().map_or(estimate, |b| estimate.min(b).max(1.0))
+        self.capacity_estimate.estimate(now, model, self.pacer.rate())
+    }
+
+    /// A forward one-way sample came in at `now`: once [`Path::queue_bound`] has bound the
+    /// estimate (the window full, the bound below it), the bound stays as a cap on the capacity while the queue stands — recomputed
+    /// from each sample, also when the window has room — and goes once the queue is within
+    /// [`crate::timing::QUEUE_BOUND_MIN`] or the minimum RTT again.
+    ///
+    /// Why: once the bound lowered the estimate, EDPF stopped filling the collapsed path, the
+    /// window had room, the bound no longer applied and the estimate went back to the old rate
+    /// — which EDPF then filled again, each packet seconds late. On real links
+    /// (`lab/collapse.toml`, 20 Mbit/s falling to 50 kbit/s) the receiver delivered in bursts
+    /// for as long as the run lasted. The cap is only ever set while the window is full, so a
+    /// path held below its window never starts the spiral [`Path::queue_bound`] describes;
+    /// and only where the bound binds: set wherever it applied, the cap bound 28 of the 90
+    /// sweep mixes once their windows had room (within 10 packets 71 → 66).
+    ///
+    /// Only while EDPF schedules ([`Path::keep_queue_cap`]): it plans each packet's arrival by
+    /// the capacity, and a stale one is what made the receiver hold. WRR, which weighs paths
+    /// by it, lost a quarter of a phase with the cap on a path whose queue was background
+    /// traffic's (seed 002 Fig. 7, 70–90 s: 7.77 → 5.76 Mb/s).
+    pub fn on_forward_sample(&mut self, now: Timestamp) {
+        let floor = crate::timing::QUEUE_BOUND_MIN.max(self.rtt.floor());
+        let queue = self.one_way.forward_queue().filter(|q| *q > floor && self.keep_queue_cap);
+        let Some(queue) = queue else {
+            self.queue_cap = None;
+            return;
+        };
+        let bound = QUEUE_BOUND_MARGIN * self.outstanding() as f64 / queue.as_secs_f64();
+        let full = self.window_full();
+        if self.queue_cap.is_some() || (full && bound < self.unbounded_capacity(now)) {
+            self.queue_cap = Some(bound);
+        }
+    }
+
+    /// Whether the path's capacity is capped by a queue it met with its window full
+    /// ([`Path::on_forward_sample`]): its rate fell below what it has outstanding.
+    pub fn queue_capped(&self) -> bool {
+        self.queue_cap.is_some()
+    }
+
+    /// Forgets the one-way legs and what they bound (the path moved to another route).
+    pub fn forget_one_way(&mut self) {
+        self.one_way = one_way::OneWay::default();
+        self.queue_cap = None;
     }
 
     /// The most the path can carry given the queue its latest packet met on the way to the
@@ -332,9 +390,17 @@ impl Path {
         let queue = self.one_way.forward_queue()?;
         // The queue first: it is a field read, the window a controller's call, and it is read
         // wherever the estimate is (once per path view).
-        (queue > crate::timing::QUEUE_BOUND_MIN.max(self.rtt.floor())
-            && self.in_flight + self.mtu as u64 >= self.cc.window())
-        .then(|| QUEUE_BOUND_MARGIN * self.outstanding() as f64 / queue.as_secs_f64())
+        (queue > crate::timing::QUEUE_BOUND_MIN.max(self.rtt.floor()) && self.window_full())
+            .then(|| QUEUE_BOUND_MARGIN * self.outstanding() as f64 / queue.as_secs_f64())
+    }
+
+    /// Whether the window has no room for another packet. Stranded bytes count: they hold the
+    /// window as in-flight ones do ([`Path::outstanding`]). Counting in-flight bytes alone,
+    /// a path whose silence stranded what it had queued never read full again, so its queue
+    /// never bound it (`lab/collapse.toml`: the uploads whose sender suspected the collapsing
+    /// path delivered in bursts, or not at all, to the end of the run).
+    fn window_full(&self) -> bool {
+        self.outstanding() + self.mtu as u64 >= self.cc.window()
     }
 
     /// What this path has shown it carries ([`CapacityEstimate::carried`]), under the

@@ -88,3 +88,54 @@ fn a_queue_the_path_made_itself_does_not_bind() {
     assert!((bound - 2.0 * 500_000.0 / 0.15).abs() < 1.0, "{bound}");
     assert_eq!(p.capacity(ms(200)), 2.5e6);
 }
+
+#[test]
+fn the_bound_stays_while_the_queue_stands_and_goes_with_it() {
+    // The collapsed path: its window full behind a one-second queue, the bound sets the cap.
+    let mut p = loaded(100, 50, 1050);
+    p.keep_queue_cap = true;
+    p.on_forward_sample(ms(200));
+    assert_eq!(p.capacity(ms(200)), 200_000.0);
+    // EDPF stops filling it: the window has room, the queue still stands. Without the cap
+    // the estimate went back to the pair's 2.5 MB/s here.
+    p.in_flight = p.cc.window().saturating_sub(2 * p.mtu as u64);
+    assert_eq!(p.queue_bound(), None);
+    p.on_forward_sample(ms(200));
+    // The cap follows what is outstanding behind the one-second queue.
+    assert_eq!(p.capacity(ms(200)), 2.0 * p.outstanding() as f64);
+    // A packet that met no queue: the link is back, so is the estimate.
+    p.one_way.on_forward(ms(300), 2000, 7_000_000 + 2000 + 25_000, 1000);
+    p.on_forward_sample(ms(300));
+    assert_eq!(p.capacity(ms(300)), 2.5e6);
+    // A path that never had a full window never gets a cap, however long the queue.
+    let mut q = loaded(100, 50, 1050);
+    q.keep_queue_cap = true;
+    q.in_flight = q.cc.window().saturating_sub(2 * q.mtu as u64);
+    q.on_forward_sample(ms(200));
+    assert_eq!(q.capacity(ms(200)), 2.5e6);
+    // Nor does a path no EDPF schedules: the live bound alone, as the window allows.
+    let mut r = loaded(100, 50, 1050);
+    r.on_forward_sample(ms(200));
+    assert!(!r.queue_capped());
+    r.in_flight = r.cc.window().saturating_sub(2 * r.mtu as u64);
+    assert_eq!(r.capacity(ms(200)), 2.5e6);
+}
+
+#[test]
+fn a_window_held_by_stranded_bytes_is_full() {
+    // The sender went silent on the collapsed path before any ACK showed its queue: what was
+    // outstanding is stranded, and a few new packets went out after the path answered. The
+    // stranded bytes hold the window, so the path is full and the queue binds it; counted
+    // by in-flight bytes alone it read room forever and kept its old rate.
+    let mut p = loaded(100, 50, 1050);
+    p.keep_queue_cap = true;
+    let _ = p.strand();
+    assert_eq!((p.in_flight, p.stranded), (0, 100_000));
+    let pn = p.take_pn();
+    p.on_packet_sent(packet(pn, ms(150)));
+    assert!(p.in_flight + (p.mtu as u64) < p.cc.window(), "room by in-flight bytes alone");
+    assert_eq!(p.queue_bound(), Some(2.0 * 101_000.0));
+    p.on_forward_sample(ms(200));
+    assert!(p.queue_capped());
+    assert_eq!(p.capacity(ms(200)), 2.0 * 101_000.0);
+}

@@ -5,6 +5,7 @@ use super::{Event, PathEvent, Session};
 use crate::datagram::Datagram;
 use crate::path::sent::{SentFrame, SentPacket};
 use crate::path::PathState;
+use crate::scheduler::Kind;
 use crate::stream::FrameFate;
 use crate::time::Timestamp;
 use crate::wire::{AckFrame, Frame};
@@ -133,7 +134,7 @@ impl Session {
         p.remote = c.remote;
         if moved {
             // Its one-way delays are another route's now.
-            p.one_way = crate::path::one_way::OneWay::default();
+            p.forget_one_way();
             tracing::debug!(session = %self.local_id, path = path_id, remote = %c.remote, "path moved to a validated address");
             self.events.push_back(Event::Path(path_id, PathEvent::Migrated));
         }
@@ -190,10 +191,15 @@ impl Session {
         let mut acked = std::mem::take(&mut self.acked_scratch);
         let mut lost = std::mem::take(&mut self.lost_scratch);
         let mad = self.config.max_ack_delay;
+        let was_capped = self.paths[idx].queue_capped();
+        self.paths[idx].keep_queue_cap = self.schedulers.uses(Kind::Edpf);
         match self.paths[idx].on_ack_frame(now, ack, mad, &mut acked, &mut lost) {
             Err(_) => self.violation(now, format!("ACK of unsent packet on path {}", ack.path_id)),
             Ok(true) if self.paths[idx].state == PathState::Suspect => self.recover_path(now, idx),
             Ok(_) => {}
+        }
+        if !was_capped && self.paths[idx].queue_capped() {
+            self.strand_collapsed(idx);
         }
         for p in acked.drain(..) {
             self.on_packet_acked(&p);

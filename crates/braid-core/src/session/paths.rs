@@ -157,6 +157,27 @@ impl Session {
         self.events.push_back(Event::Path(id, PathEvent::Suspect));
     }
 
+    /// The path's rate collapsed under what it has outstanding (its capacity just became
+    /// capped, [`crate::path::Path::on_forward_sample`]): while another active path exists,
+    /// its outstanding frames go to the other paths at once, as when a path goes silent. The
+    /// path stays active; its packets still count until acknowledged or lost, and a late copy
+    /// is a duplicate the receiver drops.
+    ///
+    /// Why: what was queued when the rate fell drains at the new rate. 20 Mbit/s falling to
+    /// 50 kbit/s with 357 kB in flight is a minute, and the receiver held everything behind
+    /// each of those packets until `session/stall.rs` resent it, one hole at a time (`braid
+    /// sim --scheduler edpf --duration 30s --seed 1 --link 100mbit/20ms --link
+    /// 20mbit/50ms/capacity=20mbit@0s,50kbit@10s`: a largest hold of 5,927 packets).
+    pub(super) fn strand_collapsed(&mut self, idx: usize) {
+        let id = self.paths[idx].id;
+        if !self.paths.iter().any(|p| p.id != id && p.state == PathState::Active && p.is_usable()) {
+            return;
+        }
+        let frames = self.paths[idx].strand();
+        tracing::debug!(session = %self.local_id, path = id, frames = frames.len(), "path capacity collapsed");
+        self.requeue_frames(&frames);
+    }
+
     /// A suspect path answered: it carries data again with its congestion state as it was.
     pub(super) fn recover_path(&mut self, now: Timestamp, idx: usize) {
         let path = &mut self.paths[idx];

@@ -53,6 +53,11 @@ impl Schedulers {
         self.kind
     }
 
+    /// Whether the session or some class is scheduled by `kind`.
+    pub(super) fn uses(&self, kind: Kind) -> bool {
+        self.kind == kind || self.class_kinds.values().any(|k| *k == kind)
+    }
+
     /// The kind that serves `class`.
     pub(super) fn kind_of(&self, class: u8) -> Kind {
         self.class_kinds.get(&class).copied().unwrap_or(self.kind)
