@@ -2723,6 +2723,31 @@ packets 71 → 66, 72 → 69, 70 → 64); the cap for every scheduler cost WRR a
 Fig. 7's 70–90 s phase (7.77 → 5.76 Mb/s, a queue of background traffic's); the cap frozen at
 its first value let stranding empty the window and EDPF fill the path again (mean hold 633).
 
+**The cap, landed with the stall's cause mended** (2026-12-01, in; `Path::on_forward_sample`,
+`Path::window_full`, `Session::strand_collapsed`). Debug logs of the bursty uploads showed the
+order of events: the sender suspected the collapsing path before any ACK showed its queue (the
+forward queue read 5 ms), stranded the 261 kB it had outstanding, and recovered the path on the
+next ACK with its old window and estimate. Stranded bytes hold the window (the send check
+counts them), but "window full" counted in-flight bytes only: the path never read full again,
+its queue never capped the old 20 Mbit/s, and EDPF filled it again behind a 40 s queue. A
+window is now full by in-flight and stranded bytes, for the cap and for the live bound. The
+simulator shows the case once the link is silent for a second first (`--link
+20mbit/50ms/capacity=20mbit@0s,1kbit@10s,50kbit@11s`, beside 100mbit/20ms, EDPF, 30 s, seed
+1): mean hold 1,566 packets with main and with 2f79d44, 27 now; efficiency 0.809 → 0.837. The
+plain collapse: 208 → 67, 0.799 → 0.825. The 270 sweep mixes (seeds 7/11/3, 5/13/21,
+17/19/23) read the same as main's line for line. Real links (`braid lab run lab/collapse.toml
+--contenders braid:edpf`): the uploads of 2f79d44 in the same session, 9 of 17 with a
+sender-side suspect, all nine bursty or stalled (lowest second from 11 s 0–34 Mbit/s), the
+eight without steady; the landed code, 11 uploads and 25 downloads, 20 of them with a
+sender-side suspect: every upload at 88–95 Mbit/s each second from 11 s to the end, 24 of the
+25 downloads at 82–95. One download stood at 0 Mbit/s from 10 s to 17 s; its iperf3 log shows
+the sender's own TCP leg to braid's server in retransmission back-off (five retransmits 8.4–9.6
+s, the next at 17.9 s) after braid had stopped reading for about a second behind the hole the
+fall left; why that local leg dropped is not found. Main in the same session, 6 downloads:
+every run bursty to the end (lowest second 14–80 Mbit/s), median 91.57 Mbit/s and 0.88 of the
+surviving capacity after the fall, against 95.23–98.48 and 0.98–0.99 for the four sets of the
+landed code.
+
 **A stream stalled behind a slow path** (`session/stall.rs`). A path's first window leaves
 before its rate is known; on 20–50 kbit/s ten packets are seconds of queue. Beside 100 Mbit/s
 the stream filled its send buffer with data sent and acknowledged beyond them and stood idle
