@@ -54,12 +54,37 @@ pub fn paths_of(status: &serde_json::Value) -> Vec<(String, String)> {
         .unwrap_or_default()
 }
 
+/// How long a [`source`] waits for its connection before it gives up (sending nothing).
+pub const SOURCE_ACCEPT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// A TCP source in `ns` on `addr` sending `total` bytes of 0x5a to its first connection.
+///
+/// It listens before this returns: a reader started next would otherwise race the thread's
+/// `setns` and `bind`, and under load lose (the server's connect refused, the source then
+/// waiting in `accept` for ever). The wait for a connection is bounded by
+/// [`SOURCE_ACCEPT_TIMEOUT`]; a source that saw none returns 0.
 pub fn source(ns: &str, addr: &str, total: usize) -> std::thread::JoinHandle<usize> {
     let addr = addr.to_string();
-    in_netns(ns, move || {
+    let (bound, ready) = std::sync::mpsc::channel();
+    let handle = in_netns(ns, move || {
         let l = std::net::TcpListener::bind(&addr).unwrap();
-        let (mut conn, _) = l.accept().unwrap();
+        l.set_nonblocking(true).unwrap();
+        bound.send(()).unwrap();
+        let deadline = std::time::Instant::now() + SOURCE_ACCEPT_TIMEOUT;
+        let mut conn = loop {
+            match l.accept() {
+                Ok((conn, _)) => break conn,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    if std::time::Instant::now() > deadline {
+                        eprintln!("source on {addr}: no connection within {SOURCE_ACCEPT_TIMEOUT:?}");
+                        return 0;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                Err(e) => panic!("accept on {addr}: {e}"),
+            }
+        };
+        conn.set_nonblocking(false).unwrap();
         let chunk = vec![0x5a_u8; 64 * 1024];
         let mut sent = 0usize;
         while sent < total {
@@ -69,5 +94,8 @@ pub fn source(ns: &str, addr: &str, total: usize) -> std::thread::JoinHandle<usi
             sent += chunk.len();
         }
         sent
-    })
+    });
+    // An Err means the thread ended before listening (its bind panicked): join shows why.
+    let _ = ready.recv();
+    handle
 }
