@@ -158,8 +158,10 @@ impl Session {
     }
 
     /// The path's rate collapsed under what it has outstanding (its capacity just became
-    /// capped, [`crate::path::Path::on_forward_sample`]): while another active path exists,
-    /// its outstanding frames go to the other paths at once, as when a path goes silent. The
+    /// capped, [`crate::path::Path::on_forward_sample`]): while another path is usable with
+    /// the Active status (a standby or backup path takes nothing while this one is active, so
+    /// the frames would come back to it), its outstanding frames go to the other paths at
+    /// once, as when a path goes silent. The
     /// path stays active; its packets still count until acknowledged or lost, and a late copy
     /// is a duplicate the receiver drops.
     ///
@@ -170,7 +172,7 @@ impl Session {
     /// 20mbit/50ms/capacity=20mbit@0s,50kbit@10s`: a largest hold of 5,927 packets).
     pub(super) fn strand_collapsed(&mut self, idx: usize) {
         let id = self.paths[idx].id;
-        if !self.paths.iter().any(|p| p.id != id && p.state == PathState::Active && p.is_usable()) {
+        if !self.paths.iter().any(|p| p.id != id && p.is_usable() && p.status() == PathStatusKind::Active) {
             return;
         }
         let frames = self.paths[idx].strand();
