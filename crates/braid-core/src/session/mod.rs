@@ -165,6 +165,9 @@ pub struct Session {
     next_admission: Timestamp,
     /// When a packet carrying application data (stream bytes, datagrams) last left.
     last_data_sent: Option<Timestamp>,
+    /// When a packet with more than PINGs, PADDING and ACKs last arrived (see
+    /// `Session::carries_traffic`).
+    last_payload_received: Option<Timestamp>,
     /// Loss fetching's queue (seed 003, see `fetch`).
     fetch: fetch::LossFetch,
     /// Stalled stream heads and their reinjection (see `stall`).
@@ -234,6 +237,7 @@ impl Session {
             window_sizing: Default::default(),
             next_admission: now,
             last_data_sent: None,
+            last_payload_received: None,
             fetch: Default::default(),
             stall: Default::default(),
             lost_log: None,

@@ -324,13 +324,14 @@ impl Session {
         }
         self.last_activity = now;
         self.stats.packets_received += 1;
-        let mut ack_eliciting = false;
+        let (mut ack_eliciting, mut carries_payload) = (false, false);
         // A packet of PING and PADDING only is a packet-pair probe: acknowledged at once.
         let (mut pings, mut padded, mut other, mut stream) = (false, false, false, false);
         for frame in Frames::new(&payload) {
             match frame {
                 Ok(f) => {
                     ack_eliciting |= f.is_ack_eliciting();
+                    carries_payload |= f.is_ack_eliciting() && !matches!(f, crate::wire::Frame::Ping);
                     match f {
                         crate::wire::Frame::Ping => pings = true,
                         crate::wire::Frame::Padding(_) => padded = true,
@@ -347,6 +348,9 @@ impl Session {
             if !self.is_established() {
                 break;
             }
+        }
+        if carries_payload {
+            self.last_payload_received = Some(now);
         }
         let mad = self.config.max_ack_delay;
         if let Some(path) = self.path_mut(h.path_id) {
