@@ -46,7 +46,7 @@ impl Session {
     /// packet made ack-eliciting for its path's liveness. Between two idle ends, the ACK of a
     /// keepalive became a PING, whose ACK became a PING in turn, for ever, once the two delayed
     /// ACKs of a round trip reached `LIVENESS_MIN`: 52.8 packets a second at a 26 ms RTT,
-    /// against 4.4 from the keepalives and their ACKs (`braid-sim/tests/idle.rs`).
+    /// now 6.3 (the keepalives, their ACKs and the carrier's copies; `braid-sim/tests/idle.rs`).
     fn carries_traffic(&self, now: Timestamp) -> bool {
         let lately = |t: Option<Timestamp>| t.is_some_and(|t| now < t + PAIRS_AFTER_DATA);
         lately(self.last_data_sent) || lately(self.last_payload_received)
